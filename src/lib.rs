@@ -1,0 +1,24 @@
+//! # bitsparse
+//!
+//! Lossless GPU compression of sparse ReLU / ReLU² activations on wgpu: a 1-bit-per-element mask plus the
+//! nonzeros compacted in element order, rebuilt bit-exactly. See `docs/FORMAT.md` for the bytes and
+//! `README.md` for the tour.
+//!
+//! The library never owns a device: [`Codec`] borrows the caller's `wgpu::Device`, records into the caller's
+//! `CommandEncoder` and takes `(buffer, offset, size)` ranges. Helpers that submit and read back live in
+//! [`host`] and [`context`] and are for tests, tools and the CLI, not for the training path.
+
+pub mod context;
+pub mod cpu;
+pub mod error;
+pub mod format;
+pub mod host;
+pub mod kernels;
+pub mod shaders;
+pub mod sync;
+
+mod codec;
+
+pub use codec::{BufferRange, Codec, CodecConfig, Compressed, Path, Placement};
+pub use error::{Error, Result};
+pub use format::{DType, Layout, Options};
