@@ -111,6 +111,7 @@ impl GpuContext {
                     power_preference: wgpu::PowerPreference::HighPerformance,
                     force_fallback_adapter: false,
                     compatible_surface: None,
+                    apply_limit_buckets: false,
                 }))
                 .map_err(|e| Error::NoAdapter(e.to_string()))?
             }

@@ -1,1 +1,224 @@
-//! TODO
+//! Blocking helpers that move data between host memory and the GPU codec: they **submit and read back**,
+//! so they are for tests, the CLI and tools, never for a training step.
+//!
+//! Large inputs are processed in pieces of whole tiles that fit the device's buffer limits, and the
+//! pieces' streams are merged on the host into one compact stream (the format makes that a
+//! concatenation: masks and values append, table entries shift).
+
+use wgpu::util::DeviceExt;
+
+use crate::codec::{BufferRange, Codec, Compressed, Placement};
+use crate::error::{Error, Result};
+use crate::format::{self, status, DType, Header, Layout, Options, TILE};
+use crate::sync;
+
+/// Largest piece (dense bytes) one GPU round trip handles.
+fn piece_tiles(codec: &Codec, dtype: DType) -> u64 {
+    let limits = codec.device().limits();
+    // Input, output (about as large) and staging copies must each fit max_buffer_size; keep pieces
+    // moderate so host memory stays bounded too.
+    let cap = (limits.max_buffer_size / 2).min(256 << 20);
+    (cap / (TILE as u64 * dtype.bytes())).max(1)
+}
+
+fn le_words(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks(4).map(|c| {
+        let mut w = [0u8; 4];
+        w[..c.len()].copy_from_slice(c);
+        u32::from_le_bytes(w)
+    }).collect()
+}
+
+fn words_to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// Reads the header of a compressed tensor (blocking).
+pub fn read_header(device: &wgpu::Device, queue: &wgpu::Queue, c: &Compressed) -> Result<Header> {
+    let bytes = sync::read_buffer(device, queue, &c.buffer, c.offset, format::HEADER_BYTES)?;
+    let (_, h) = Layout::from_header(&le_words(&bytes))?;
+    Ok(h)
+}
+
+/// Turns header status bits into the matching error.
+pub fn check_status(h: &Header, layout: &Layout) -> Result<()> {
+    if h.status & status::SIGN_BIT_SET != 0 {
+        return Err(Error::SignBitSet { index: None });
+    }
+    if h.status & status::OVERFLOW != 0 {
+        return Err(Error::ArenaOverflow { needed: layout.capacity_bytes(), capacity: 0 });
+    }
+    if h.status != 0 {
+        return Err(Error::Corrupt(format!("stream status bits {:#x}", h.status)));
+    }
+    Ok(())
+}
+
+/// Reads a compressed tensor back as compact stream bytes (blocking).
+pub fn read_compressed(device: &wgpu::Device, queue: &wgpu::Queue, c: &Compressed) -> Result<Vec<u8>> {
+    let h = read_header(device, queue, c)?;
+    check_status(&h, &c.layout)?;
+    let l = &c.layout;
+    match c.placement {
+        Placement::Compact => sync::read_buffer(device, queue, &c.buffer, c.offset, l.compact_bytes(h.value_words as u64)),
+        Placement::Chunked { .. } => {
+            let raw = sync::read_buffer(device, queue, &c.buffer, c.offset, (l.values_offset * 4 + h.value_words as u64 * 4).min(c.size))?;
+            compact_stream(&raw)
+        }
+    }
+}
+
+/// Rewrites a valid stream (gaps or tiles out of order allowed) into the compact form.
+pub fn compact_stream(stream: &[u8]) -> Result<Vec<u8>> {
+    crate::cpu::compact(stream)
+}
+
+/// Compresses `data` (little-endian elements of `dtype`) on the GPU; returns the compact stream.
+pub fn compress_to_vec(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
+    let eb = dtype.bytes() as usize;
+    if data.len() % eb != 0 {
+        return Err(Error::PartialElement { bytes: data.len() as u64, elem_bytes: eb as u64 });
+    }
+    let n = (data.len() / eb) as u64;
+    let piece = piece_tiles(codec, dtype) * TILE as u64;
+    let mut pieces = Vec::new();
+    let mut start = 0u64;
+    loop {
+        let len = piece.min(n - start);
+        let bytes = &data[(start as usize * eb)..((start + len) as usize * eb)];
+        pieces.push(compress_piece(codec, device, queue, bytes, dtype, len, options).map_err(|e| match e {
+            Error::SignBitSet { .. } => Error::SignBitSet { index: first_sign_bit(data, dtype) },
+            e => e,
+        })?);
+        start += len;
+        if start >= n {
+            break;
+        }
+    }
+    if pieces.len() == 1 {
+        return Ok(pieces.pop().unwrap_or_default());
+    }
+    merge(&pieces, dtype, n, options)
+}
+
+fn first_sign_bit(data: &[u8], dtype: DType) -> Option<u64> {
+    match dtype.bits() {
+        16 => data.chunks_exact(2).position(|c| c[1] & 0x80 != 0),
+        _ => data.iter().position(|&b| b & 0x80 != 0),
+    }
+    .map(|i| i as u64)
+}
+
+fn storage_buffer(device: &wgpu::Device, label: &str, contents: &[u8], extra: wgpu::BufferUsages) -> wgpu::Buffer {
+    // Whole words plus slack, so word-granular bindings never pass the end.
+    let mut padded = contents.to_vec();
+    padded.resize(contents.len().div_ceil(4) * 4 + 16, 0);
+    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: &padded,
+        usage: wgpu::BufferUsages::STORAGE | extra,
+    })
+}
+
+fn compress_piece(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, bytes: &[u8], dtype: DType, n: u64, options: Options) -> Result<Vec<u8>> {
+    let input = storage_buffer(device, "bitsparse.host.input", bytes, wgpu::BufferUsages::empty());
+    let cap = codec.output_capacity(dtype, n, options)?;
+    let output = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("bitsparse.host.stream"),
+        size: cap.div_ceil(4) * 4 + 16,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.host.compress") });
+    let c = codec.compress(&mut enc, BufferRange::new(&input, 0, bytes.len() as u64), dtype, n, options, BufferRange::new(&output, 0, cap))?;
+    sync::submit(queue, [enc.finish()]);
+    read_compressed(device, queue, &c)
+}
+
+/// Concatenates compact streams of consecutive pieces (each a whole number of tiles but the last).
+fn merge(pieces: &[Vec<u8>], dtype: DType, n: u64, options: Options) -> Result<Vec<u8>> {
+    let layout = Layout::new(dtype, n, options)?;
+    let mut table = Vec::with_capacity(layout.tiles as usize);
+    let mut mask = Vec::with_capacity(layout.mask_words as usize);
+    let mut values: Vec<u32> = Vec::new();
+    for p in pieces {
+        let w = le_words(p);
+        let (pl, ph) = Layout::from_header(&w)?;
+        let vbase = values.len() as u32;
+        table.extend(w[pl.table_offset as usize..pl.mask_offset as usize].iter().map(|o| o + vbase));
+        mask.extend_from_slice(&w[pl.mask_offset as usize..pl.values_offset as usize]);
+        values.extend_from_slice(&w[pl.values_offset as usize..(pl.values_offset + ph.value_words as u64) as usize]);
+    }
+    let mut out = layout.header(values.len() as u32, 0, 0, 0).to_vec();
+    out.extend(table);
+    out.extend(mask);
+    out.extend(values);
+    Ok(words_to_bytes(&out))
+}
+
+/// Splits a compact stream into pieces of `piece_tiles` tiles, each a valid compact stream.
+fn split(words: &[u32], layout: &Layout, header: &Header, piece_tiles: u64) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    let mut first = 0u64;
+    while first < layout.tiles {
+        let tiles = piece_tiles.min(layout.tiles - first);
+        let n = (layout.n - first * TILE as u64).min(tiles * TILE as u64);
+        let Ok(pl) = Layout::new(layout.dtype, n, layout.options) else { break };
+        let t0 = (layout.table_offset + first) as usize;
+        let v0 = words[t0];
+        let v1 = if first + tiles < layout.tiles { words[t0 + tiles as usize] } else { header.value_words };
+        let mut w = pl.header(v1 - v0, 0, 0, 0).to_vec();
+        w.extend(words[t0..t0 + tiles as usize].iter().map(|o| o - v0));
+        let m0 = (layout.mask_offset + first * format::TILE_MASK_WORDS as u64) as usize;
+        w.extend_from_slice(&words[m0..m0 + pl.mask_words as usize]);
+        let vs = (layout.values_offset + v0 as u64) as usize;
+        w.extend_from_slice(&words[vs..vs + (v1 - v0) as usize]);
+        out.push(w);
+        first += tiles;
+    }
+    out
+}
+
+/// Decompresses a stream (validated on the host first) on the GPU; returns the dense bytes.
+pub fn decompress_to_vec(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, stream: &[u8]) -> Result<Vec<u8>> {
+    crate::cpu::validate(stream)?;
+    let compact = crate::cpu::compact(stream)?;
+    let words = le_words(&compact);
+    let (layout, header) = Layout::from_header(&words)?;
+    check_status(&header, &layout)?;
+    let mut out = Vec::with_capacity(layout.dense_bytes() as usize);
+    for piece in split(&words, &layout, &header, piece_tiles(codec, layout.dtype)) {
+        let bytes = words_to_bytes(&piece);
+        let (pl, _) = Layout::from_header(&piece)?;
+        out.extend(decompress_piece(codec, device, queue, &bytes, &pl)?);
+    }
+    Ok(out)
+}
+
+fn decompress_piece(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, stream: &[u8], layout: &Layout) -> Result<Vec<u8>> {
+    let dense = layout.dense_bytes();
+    if dense == 0 {
+        return Ok(Vec::new());
+    }
+    let input = storage_buffer(device, "bitsparse.host.stream", stream, wgpu::BufferUsages::empty());
+    let output = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("bitsparse.host.dense"),
+        size: dense.div_ceil(4) * 4,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let c = Compressed { layout: *layout, buffer: input.clone(), offset: 0, size: input.size(), placement: Placement::Compact };
+    let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.host.decompress") });
+    codec.decompress(&mut enc, &c, BufferRange::new(&output, 0, dense))?;
+    sync::submit(queue, [enc.finish()]);
+    sync::read_buffer(device, queue, &output, 0, dense)
+}
+
+/// Uploads a compact stream into a new GPU buffer, returning its handle (blocking only in the sense
+/// that buffer creation copies the bytes).
+pub fn upload(device: &wgpu::Device, stream: &[u8]) -> Result<Compressed> {
+    let words = le_words(stream);
+    let (layout, _) = Layout::from_header(&words)?;
+    let buffer = storage_buffer(device, "bitsparse.host.upload", stream, wgpu::BufferUsages::COPY_SRC);
+    Ok(Compressed { layout, buffer: buffer.clone(), offset: 0, size: buffer.size(), placement: Placement::Compact })
+}

@@ -1,0 +1,254 @@
+// Compress one chunk of a tensor: mask + tile table + compacted values, in one pass over the input.
+//
+// Each workgroup takes the next tile index from an atomic ticket, builds the tile's mask and compacts
+// its nonzeros into workgroup memory, and finds the tile's output offset with a chained scan over the
+// per-tile status words. The scan uses *decoupled fallback* (Smith, Levien, Owens, SPAA 2025): a
+// workgroup whose look-back stalls on a predecessor that has not published yet recomputes that
+// predecessor's size from the input itself and publishes it, so no workgroup ever depends on another
+// one making progress. Every inter-workgroup message is one 32-bit atomic word holding both the flag and
+// the value, so no ordering between different memory locations is assumed either.
+//
+// Status word of tile t: bits 30-31 flag (0 none, 1 aggregate, 2 inclusive prefix), bits 0-29 value words.
+// Output bytes are deterministic: they do not depend on which workgroup handled which tile.
+//
+// The CPU port of this stage is src/cpu/compress.rs.
+
+#include "lib/tile.wgsl"
+
+struct Params {
+    tiles: u32,       // tiles in this chunk
+    full_tiles: u32,  // tiles read through `src4` (all but a final partial tile)
+    tail_len: u32,    // elements of the final partial tile, 0 if none
+    sign_pack: u32,   // 1: store values without the sign bit; a set sign bit is an error
+    table_idx: u32,   // index in `head` of this chunk's first table entry
+    mask_idx: u32,    // index in `mask_out` of this chunk's first mask word
+    val_idx: u32,     // index in `vals_out` of this chunk's value base
+    val_base: u32,    // value-word offset of this chunk's base from the values section (table entries add it)
+    hdr_idx: u32,     // index in `head` of the header (finish)
+    info: u32,        // header INFO word (finish)
+    n_lo: u32,        // element count of the whole tensor (finish)
+    n_hi: u32,
+}
+
+const FLAG_AGG: u32 = 0x40000000u;
+const FLAG_INC: u32 = 0x80000000u;
+const VALUE_BITS: u32 = 0x3fffffffu;
+const SIGN_BIT_SET: u32 = 1u;
+// scan[] layout: [0] status bits, [1] ticket, [2 + t] status word of tile t.
+const SCAN_STATUS: u32 = 0u;
+const SCAN_TICKET: u32 = 1u;
+const SCAN_TILES: u32 = 2u;
+
+// Look-back attempts on an unpublished predecessor before falling back to recomputing it.
+override SPIN_LIMIT: u32 = 64u;
+
+@group(0) @binding(0) var<storage, read> src4: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> src_tail: array<u32>;
+@group(0) @binding(2) var<storage, read_write> head: array<atomic<u32>>;
+@group(0) @binding(3) var<storage, read_write> mask_out: array<u32>;
+@group(0) @binding(4) var<storage, read_write> vals_out: array<u32>;
+@group(0) @binding(5) var<storage, read_write> scan: array<atomic<u32>>;
+@group(0) @binding(6) var<uniform> p: Params;
+
+const STAGE_WORDS: u32 = TILE * BITS / 32u;
+var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
+var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
+var<workgroup> wg_tile: u32;
+var<workgroup> wg_state: u32;
+var<workgroup> wg_prefix: u32;
+var<workgroup> wg_count: atomic<u32>;
+
+// The vec4 `q` of tile `t`; the final partial tile is read word by word and zero-extended.
+fn load_vec(t: u32, q: u32) -> vec4<u32> {
+    if t < p.full_tiles {
+        return src4[t * VECS_PER_TILE + q];
+    }
+    var v = vec4<u32>(0u);
+    let words = (p.tail_len * BITS + 31u) / 32u;
+    for (var k = 0u; k < 4u; k++) {
+        let w = q * 4u + k;
+        if w < words {
+            v[k] = src_tail[w];
+        }
+    }
+    return v;
+}
+
+// Bits of the elements of vec `q` that lie inside tile `t` (all ones except in the partial tile).
+fn valid_bits(t: u32, q: u32) -> u32 {
+    let all = select(0xffffffffu, (1u << EPV) - 1u, EPV < 32u);
+    if t < p.full_tiles {
+        return all;
+    }
+    let first = q * EPV;
+    if first >= p.tail_len {
+        return 0u;
+    }
+    let left = p.tail_len - first;
+    return select((1u << left) - 1u, all, left >= EPV);
+}
+
+@compute @workgroup_size(128)
+fn compress(
+    @builtin(local_invocation_index) lid: u32,
+#if SUBGROUP
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+    @builtin(subgroup_size) sg_size: u32,
+#endif
+) {
+#if !SUBGROUP
+    let sg_id = 0u;
+    let sg_lane = 0u;
+    let sg_size = 1u;
+#endif
+    let li = logical_index(lid, sg_id, sg_lane, sg_size);
+    if lid == 0u {
+        wg_tile = atomicAdd(&scan[SCAN_TICKET], 1u);
+    }
+    // Clear the staging words and the tile mask while the ticket comes back.
+    for (var i = lid; i < STAGE_WORDS; i += WG) {
+        atomicStore(&stage[i], 0u);
+    }
+    atomicStore(&wg_mask[lid], 0u);
+    let tile = workgroupUniformLoad(&wg_tile);
+    if tile >= p.tiles {
+        return;
+    }
+
+    // Load the tile once: every element is read exactly once.
+    var v: array<vec4<u32>, ROUNDS>;
+    var m: array<u32, ROUNDS>;
+    var counts = vec4<u32>(0u);
+    var signs = 0u;
+    for (var r = 0u; r < ROUNDS; r++) {
+        let q = r * WG + li;
+        v[r] = load_vec(tile, q);
+        m[r] = nz_bits(v[r]) & valid_bits(tile, q);
+        counts[r] = countOneBits(m[r]);
+        signs |= sign_bits(v[r]) & m[r];
+        if m[r] != 0u {
+            atomicOr(&wg_mask[mask_word_of(r, li)], m[r] << mask_shift_of(li));
+        }
+    }
+    let width = BITS - p.sign_pack;
+    if p.sign_pack != 0u && signs != 0u {
+        atomicOr(&scan[SCAN_STATUS], SIGN_BIT_SET);
+    }
+
+    let s = wg_scan(counts, li, sg_lane, sg_size);
+    let total = s.total.x + s.total.y + s.total.z + s.total.w;
+    let words = stream_words(total, width);
+
+    // Publish this tile's aggregate at once, so successors can look past it.
+    if lid == 0u {
+        atomicMax(&scan[SCAN_TILES + tile], select(FLAG_AGG, FLAG_INC, tile == 0u) | words);
+    }
+
+    // Compact the values into the staging words (element order = (round, thread) order).
+    let vmask = (1u << width) - 1u;
+    var before = 0u;
+    for (var r = 0u; r < ROUNDS; r++) {
+        var k = before + s.excl[r];
+        var bits = m[r];
+        while bits != 0u {
+            let j = firstTrailingBit(bits);
+            bits &= bits - 1u;
+            let x = elem(v[r], j) & vmask;
+            let pos = k * width;
+            let w = pos >> 5u;
+            let sh = pos & 31u;
+            atomicOr(&stage[w], x << sh);
+            if sh + width > 32u {
+                atomicOr(&stage[w + 1u], x >> (32u - sh));
+            }
+            k++;
+        }
+        before += s.total[r];
+    }
+
+    // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.
+    var look = tile;  // next tile to inspect is look - 1 (thread 0's private cursor)
+    var acc = 0u;
+    loop {
+        if lid == 0u {
+            var state = 0u;
+            var spins = 0u;
+            loop {
+                if look == 0u {
+                    break;
+                }
+                let st = atomicLoad(&scan[SCAN_TILES + look - 1u]);
+                if (st & FLAG_INC) != 0u {
+                    acc += st & VALUE_BITS;
+                    break;
+                }
+                if (st & FLAG_AGG) != 0u {
+                    acc += st & VALUE_BITS;
+                    look -= 1u;
+                    spins = 0u;
+                    continue;
+                }
+                spins++;
+                if spins >= SPIN_LIMIT {
+                    state = look; // tile look - 1 needs the fallback
+                    break;
+                }
+            }
+            wg_state = state;
+            wg_prefix = acc;
+            atomicStore(&wg_count, 0u);
+        }
+        let need = workgroupUniformLoad(&wg_state);
+        if need == 0u {
+            break;
+        }
+        // Fallback: count the stalled predecessor's nonzeros from its input (always a full tile).
+        let ft = need - 1u;
+        var c = 0u;
+        for (var r = 0u; r < ROUNDS; r++) {
+            c += countOneBits(nz_bits(src4[ft * VECS_PER_TILE + r * WG + li]));
+        }
+        atomicAdd(&wg_count, c);
+        workgroupBarrier();
+        if lid == 0u {
+            atomicMax(&scan[SCAN_TILES + ft], FLAG_AGG | stream_words(atomicLoad(&wg_count), width));
+        }
+    }
+    let prefix = workgroupUniformLoad(&wg_prefix);
+    if lid == 0u && tile != 0u {
+        atomicMax(&scan[SCAN_TILES + tile], FLAG_INC | (prefix + words));
+    }
+
+    // Write the table entry, the mask words and the values.
+    if lid == 0u {
+        atomicStore(&head[p.table_idx + tile], p.val_base + prefix);
+    }
+    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let mwords = (tile_len + 31u) / 32u;
+    if lid < mwords {
+        mask_out[p.mask_idx + tile * TILE_MASK_WORDS + lid] = atomicLoad(&wg_mask[lid]);
+    }
+    let out = p.val_idx + prefix;
+    for (var i = lid; i < words; i += WG) {
+        vals_out[out + i] = atomicLoad(&stage[i]);
+    }
+}
+
+// One thread, after the last chunk: writes the header from the scan state.
+@compute @workgroup_size(1)
+fn finish() {
+    var value_words = 0u;
+    if p.tiles > 0u {
+        value_words = p.val_base + (atomicLoad(&scan[SCAN_TILES + p.tiles - 1u]) & VALUE_BITS);
+    }
+    let h = p.hdr_idx;
+    atomicStore(&head[h + 0u], 0x54505342u); // "BSPT"
+    atomicStore(&head[h + 1u], p.info);
+    atomicStore(&head[h + 2u], p.n_lo);
+    atomicStore(&head[h + 3u], p.n_hi);
+    atomicStore(&head[h + 4u], value_words);
+    atomicStore(&head[h + 5u], atomicLoad(&scan[SCAN_STATUS]));
+    atomicStore(&head[h + 6u], 0u);
+    atomicStore(&head[h + 7u], 0u);
+}

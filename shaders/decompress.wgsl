@@ -1,0 +1,119 @@
+// Decompress one chunk of a tensor back to dense elements: one workgroup per tile.
+//
+// Each tile decodes on its own from its table entry and mask words (random access), so there is no
+// inter-workgroup communication at all. A tensor whose header carries any status bit (sign-bit error,
+// arena overflow) is invalid: nothing is written.
+//
+// The CPU port of this stage is src/cpu/decompress.rs.
+
+#include "lib/tile.wgsl"
+
+struct Params {
+    tiles: u32,       // tiles in this chunk
+    full_tiles: u32,  // tiles written through `dst4`
+    tail_len: u32,    // elements of the final partial tile, 0 if none
+    sign_pack: u32,
+    table_idx: u32,   // index in `head` of this chunk's first table entry
+    mask_idx: u32,    // index in `mask_in` of this chunk's first mask word
+    val_idx: u32,     // index in `vals_in` of value word `val_base`
+    val_base: u32,    // value-word offset (from the values section) where the `vals_in` window starts
+    hdr_idx: u32,     // index in `head` of the header
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<storage, read> head: array<u32>;
+@group(0) @binding(1) var<storage, read> mask_in: array<u32>;
+@group(0) @binding(2) var<storage, read> vals_in: array<u32>;
+@group(0) @binding(3) var<storage, read_write> dst4: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> dst_tail: array<u32>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+// Value `k` (in the tile's stream starting at word `base`) of `width` bits.
+fn read_value(base: u32, k: u32, width: u32) -> u32 {
+    let pos = k * width;
+    let w = base + (pos >> 5u);
+    let sh = pos & 31u;
+    var x = vals_in[w] >> sh;
+    if sh + width > 32u {
+        x |= vals_in[w + 1u] << (32u - sh);
+    }
+    return x & ((1u << width) - 1u);
+}
+
+@compute @workgroup_size(128)
+fn decompress(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+#if SUBGROUP
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+    @builtin(subgroup_size) sg_size: u32,
+#endif
+) {
+#if !SUBGROUP
+    let sg_id = 0u;
+    let sg_lane = 0u;
+    let sg_size = 1u;
+#endif
+    let tile = wid.y * nwg.x + wid.x;
+    if tile >= p.tiles || head[p.hdr_idx + 5u] != 0u {
+        return;
+    }
+    let li = logical_index(lid, sg_id, sg_lane, sg_size);
+    let width = BITS - p.sign_pack;
+    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
+
+    var m: array<u32, ROUNDS>;
+    var counts = vec4<u32>(0u);
+    for (var r = 0u; r < ROUNDS; r++) {
+        let q = r * WG + li;
+        let mw = mask_word_of(r, li);
+        var bits = 0u;
+        if mw * 32u < tile_len {
+            bits = (mask_in[p.mask_idx + tile * TILE_MASK_WORDS + mw] >> mask_shift_of(li)) & ((1u << EPV) - 1u);
+        }
+        m[r] = bits;
+        counts[r] = countOneBits(bits);
+    }
+    let s = wg_scan(counts, li, sg_lane, sg_size);
+    let base = p.val_idx + (head[p.table_idx + tile] - p.val_base);
+
+    var before = 0u;
+    for (var r = 0u; r < ROUNDS; r++) {
+        let q = r * WG + li;
+        var k = before + s.excl[r];
+        var v = vec4<u32>(0u);
+        var bits = m[r];
+        while bits != 0u {
+            let j = firstTrailingBit(bits);
+            bits &= bits - 1u;
+            let x = read_value(base, k, width);
+            v[j / EPW] |= x << ((j % EPW) * BITS);
+            k++;
+        }
+        before += s.total[r];
+        if tile < p.full_tiles {
+            dst4[tile * VECS_PER_TILE + q] = v;
+        } else {
+            // Final partial tile: whole words, and a read-modify-write of a last word the tensor only
+            // partly covers, so bytes past the range are preserved.
+            let elems = p.tail_len;
+            for (var k4 = 0u; k4 < 4u; k4++) {
+                let w = q * 4u + k4;
+                let first = w * EPW;
+                if first < elems {
+                    let n_in = min(elems - first, EPW);
+                    if n_in == EPW {
+                        dst_tail[w] = v[k4];
+                    } else {
+                        let keep = ~((1u << (n_in * BITS)) - 1u);
+                        dst_tail[w] = (dst_tail[w] & keep) | v[k4];
+                    }
+                }
+            }
+        }
+    }
+}

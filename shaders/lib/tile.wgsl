@@ -1,0 +1,133 @@
+// Shared tile geometry and the workgroup-wide scan used by compress and decompress.
+//
+// A tile is 4096 elements handled by one workgroup of 128 threads. Each thread handles one vec4<u32>
+// (16 bytes: 8 16-bit or 16 8-bit elements) per round; round r, thread `li` owns vec `r * WG + li` of the tile,
+// so loads and stores are fully coalesced. Compacted order = element order = (round, thread) order.
+//
+// Defines: BITS8 (8-bit elements, else 16-bit), SUBGROUP (use subgroup scans, else a shared-memory scan).
+
+const WG: u32 = 128u;
+const TILE: u32 = 4096u;
+const TILE_MASK_WORDS: u32 = 128u;
+#if BITS8
+const BITS: u32 = 8u;
+const EPV: u32 = 16u;          // elements per vec4
+const ROUNDS: u32 = 2u;        // TILE / (WG * EPV)
+const ELEM_MASK: u32 = 0xffu;
+#else
+const BITS: u32 = 16u;
+const EPV: u32 = 8u;
+const ROUNDS: u32 = 4u;
+const ELEM_MASK: u32 = 0xffffu;
+#endif
+const VECS_PER_TILE: u32 = 512u / (BITS / 8u); // TILE * BITS / 128
+const EPW: u32 = 32u / BITS;                   // elements per word
+
+// Element j (0..EPV) of a vec4.
+fn elem(v: vec4<u32>, j: u32) -> u32 {
+    return (v[j / EPW] >> ((j % EPW) * BITS)) & ELEM_MASK;
+}
+
+// One bit per element of `v`: bit j set when element j is not all bits zero.
+fn nz_bits(v: vec4<u32>) -> u32 {
+    var m = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        for (var e = 0u; e < EPW; e++) {
+            let x = (v[k] >> (e * BITS)) & ELEM_MASK;
+            m |= select(0u, 1u << (k * EPW + e), x != 0u);
+        }
+    }
+    return m;
+}
+
+// One bit per element whose sign bit is set.
+fn sign_bits(v: vec4<u32>) -> u32 {
+    var m = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        for (var e = 0u; e < EPW; e++) {
+            let s = (v[k] >> (e * BITS + BITS - 1u)) & 1u;
+            m |= s << (k * EPW + e);
+        }
+    }
+    return m;
+}
+
+// Mask word (within the tile) and bit shift that hold the EPV bits of thread `li` in round `r`.
+fn mask_word_of(r: u32, li: u32) -> u32 {
+    return r * (WG * EPV / 32u) + li / (32u / EPV);
+}
+fn mask_shift_of(li: u32) -> u32 {
+    return (li % (32u / EPV)) * EPV;
+}
+
+// Words of a stream of `count` values of `width` bits.
+fn stream_words(count: u32, width: u32) -> u32 {
+    return (count * width + 31u) / 32u;
+}
+
+// ---- workgroup exclusive scan of one vec4<u32> per thread (one component per round) ----
+
+#if SUBGROUP
+var<workgroup> scan_sg: array<vec4<u32>, 32>; // one total per subgroup (subgroups of >= 4 lanes)
+#else
+var<workgroup> scan_sh: array<vec4<u32>, WG>;
+#endif
+
+struct ScanOut {
+    excl: vec4<u32>,  // this thread's exclusive prefix, per round
+    total: vec4<u32>, // the workgroup total, per round
+}
+
+// `li` is the thread's logical index (see `logical_index`). Must be called in uniform control flow.
+fn wg_scan(c: vec4<u32>, li: u32, sg_lane: u32, sg_size: u32) -> ScanOut {
+    var out: ScanOut;
+#if SUBGROUP
+    let incl = subgroupInclusiveAdd(c);
+    let sg = li / sg_size;
+    if sg_lane == sg_size - 1u {
+        scan_sg[sg] = incl;
+    }
+    workgroupBarrier();
+    var base = vec4<u32>(0u);
+    var tot = vec4<u32>(0u);
+    let nsg = WG / sg_size;
+    for (var i = 0u; i < nsg; i++) {
+        let t = scan_sg[i];
+        base += select(vec4<u32>(0u), t, i < sg);
+        tot += t;
+    }
+    workgroupBarrier(); // scan_sg is reused by the next call
+    out.excl = base + incl - c;
+    out.total = tot;
+#else
+    // Hillis-Steele inclusive scan in shared memory.
+    scan_sh[li] = c;
+    workgroupBarrier();
+    var acc = c;
+    for (var d = 1u; d < WG; d <<= 1u) {
+        var add = vec4<u32>(0u);
+        if li >= d {
+            add = scan_sh[li - d];
+        }
+        workgroupBarrier();
+        acc += add;
+        scan_sh[li] = acc;
+        workgroupBarrier();
+    }
+    out.excl = acc - c;
+    out.total = scan_sh[WG - 1u];
+    workgroupBarrier();
+#endif
+    return out;
+}
+
+// The thread's logical index: with subgroups, (subgroup id, lane) order, so the subgroup scan's lane
+// order is the data order whatever the hardware's mapping of local invocation indices to lanes. This
+// relies on full subgroups, which a 128-thread workgroup has on every subgroup size from 4 to 128.
+fn logical_index(lid: u32, sg_id: u32, sg_lane: u32, sg_size: u32) -> u32 {
+#if SUBGROUP
+    return sg_id * sg_size + sg_lane;
+#else
+    return lid;
+#endif
+}

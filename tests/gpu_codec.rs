@@ -1,0 +1,169 @@
+//! The GPU codec against the CPU reference: every dtype × sign mode × path × density × edge length,
+//! bit-exact both ways, plus the large cases (chunked, 2-D dispatch) and special bit patterns.
+
+mod common;
+
+use bitsparse::context::GpuContext;
+use bitsparse::{cpu, host, Codec, CodecConfig, DType, Options, Path};
+
+const DENSITIES: [f64; 6] = [0.0, 1e-4, 0.01, 0.176, 0.5, 1.0];
+const LENGTHS: [usize; 10] = [0, 1, 31, 32, 33, 4095, 4096, 4097, 3 * 4096 + 77, 9 * 4096];
+
+/// Data for a case: random bit patterns (sign bits included) unless sign packing, where they are cleared.
+fn data(n: usize, density: f64, dtype: DType, sign_pack: bool, seed: u64) -> Vec<u8> {
+    let mut d = cpu::synthetic_bits(n, density, dtype, seed);
+    if sign_pack {
+        clear_signs(&mut d, dtype);
+    }
+    d
+}
+
+fn clear_signs(d: &mut [u8], dtype: DType) {
+    let step = dtype.bytes() as usize;
+    for e in d.chunks_mut(step) {
+        e[step - 1] &= 0x7f;
+        // A value that was only its sign bit (e.g. -0.0) becomes zero: fine, still a valid case.
+    }
+}
+
+/// One case: GPU bytes equal CPU bytes, each side decodes the other's stream bit-exactly.
+fn round_trip(ctx: &GpuContext, codec: &Codec, bytes: &[u8], dtype: DType, options: Options, what: &str) {
+    let cpu_stream = cpu::compress(bytes, dtype, options).unwrap_or_else(|e| panic!("{what}: cpu compress: {e}"));
+    let gpu_stream = host::compress_to_vec(codec, &ctx.device, &ctx.queue, bytes, dtype, options)
+        .unwrap_or_else(|e| panic!("{what}: gpu compress: {e}"));
+    if gpu_stream != cpu_stream {
+        let first = gpu_stream.iter().zip(&cpu_stream).position(|(a, b)| a != b);
+        panic!("{what}: GPU stream differs from CPU stream (lengths {} vs {}, first differing byte {first:?})", gpu_stream.len(), cpu_stream.len());
+    }
+    let back = cpu::decompress(&gpu_stream).unwrap_or_else(|e| panic!("{what}: cpu decompress of gpu stream: {e}"));
+    assert!(back == bytes, "{what}: CPU decode of GPU stream differs");
+    let back = host::decompress_to_vec(codec, &ctx.device, &ctx.queue, &cpu_stream)
+        .unwrap_or_else(|e| panic!("{what}: gpu decompress: {e}"));
+    assert!(back == bytes, "{what}: GPU decode of CPU stream differs");
+}
+
+fn matrix(ctx: &GpuContext, codec: &Codec, dtype: DType) {
+    for sign_pack in [false, true] {
+        let options = Options { sign_pack };
+        for (di, &density) in DENSITIES.iter().enumerate() {
+            for (li, &n) in LENGTHS.iter().enumerate() {
+                let bytes = data(n, density, dtype, sign_pack, (di * 100 + li) as u64);
+                let what = format!("{dtype} sign_pack={sign_pack} density={density} n={n} path={:?}", codec.path());
+                round_trip(ctx, codec, &bytes, dtype, options, &what);
+            }
+        }
+    }
+}
+
+fn subgroup_codec(ctx: &GpuContext) -> Codec {
+    let codec = Codec::new(&ctx.device).expect("codec");
+    assert_eq!(codec.path(), Path::Subgroup, "lavapipe has subgroups: the fast path must be used");
+    codec
+}
+
+fn portable_codec(ctx: &GpuContext) -> Codec {
+    Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).expect("codec")
+}
+
+macro_rules! matrix_tests {
+    ($($name:ident: $dtype:expr, $codec:ident;)*) => {$(
+        #[test]
+        fn $name() {
+            let Some(ctx) = common::vulkan() else { return };
+            let codec = $codec(&ctx);
+            matrix(&ctx, &codec, $dtype);
+        }
+    )*};
+}
+
+matrix_tests! {
+    matrix_bf16_subgroup: DType::Bf16, subgroup_codec;
+    matrix_f16_subgroup: DType::F16, subgroup_codec;
+    matrix_e4m3_subgroup: DType::E4m3, subgroup_codec;
+    matrix_e5m2_subgroup: DType::E5m2, subgroup_codec;
+    matrix_bf16_portable: DType::Bf16, portable_codec;
+    matrix_f16_portable: DType::F16, portable_codec;
+    matrix_e4m3_portable: DType::E4m3, portable_codec;
+    matrix_e5m2_portable: DType::E5m2, portable_codec;
+}
+
+/// Special bit patterns: −0.0, NaN payloads, infinities, subnormals, all-ones, and their neighbours.
+#[test]
+fn special_bit_patterns() {
+    let Some(ctx) = common::vulkan() else { return };
+    for codec in [subgroup_codec(&ctx), portable_codec(&ctx)] {
+        let w16: [u16; 12] = [0x8000, 0x7fc1, 0xffff, 0x7f80, 0xff80, 0x0001, 0x8001, 0x7fff, 0x0000, 0x7c00, 0xfe00, 0x0400];
+        let mut d16 = Vec::new();
+        for i in 0..5000usize {
+            d16.extend_from_slice(&w16[(i * 7) % w16.len()].to_le_bytes());
+        }
+        for dtype in [DType::Bf16, DType::F16] {
+            round_trip(&ctx, &codec, &d16, dtype, Options::default(), &format!("{dtype} specials"));
+        }
+        let w8: [u8; 10] = [0x80, 0x7f, 0xff, 0x01, 0x81, 0x00, 0x7c, 0xfc, 0x7e, 0x08];
+        let d8: Vec<u8> = (0..9001usize).map(|i| w8[(i * 3) % w8.len()]).collect();
+        for dtype in [DType::E4m3, DType::E5m2] {
+            round_trip(&ctx, &codec, &d8, dtype, Options::default(), &format!("{dtype} specials"));
+        }
+        // Sign packing on positive specials (NaN with clear sign, +inf, subnormals).
+        let pos: Vec<u8> = d16.chunks(2).flat_map(|c| [c[0], c[1] & 0x7f]).collect();
+        round_trip(&ctx, &codec, &pos, DType::Bf16, Options::SIGN_PACK, "bf16 positive specials, sign-packed");
+    }
+}
+
+/// A set sign bit under sign packing is an error, found on the GPU.
+#[test]
+fn sign_bit_under_sign_pack_is_an_error() {
+    let Some(ctx) = common::vulkan() else { return };
+    for codec in [subgroup_codec(&ctx), portable_codec(&ctx)] {
+        for dtype in DType::ALL {
+            let mut d = cpu::synthetic_relu2(3 * 4096 + 5, 0.3, dtype, 7);
+            // −0.0 (only the sign bit) deep inside the second tile.
+            let i = 4096 + 1234;
+            let eb = dtype.bytes() as usize;
+            d[i * eb..(i + 1) * eb].fill(0);
+            d[(i + 1) * eb - 1] = 0x80;
+            let err = host::compress_to_vec(&codec, &ctx.device, &ctx.queue, &d, dtype, Options::SIGN_PACK).unwrap_err();
+            match err {
+                bitsparse::Error::SignBitSet { index } => assert_eq!(index, Some(i as u64), "{dtype}"),
+                e => panic!("{dtype}: expected SignBitSet, got {e}"),
+            }
+        }
+    }
+}
+
+/// Past the storage-binding size: a lowered binding limit forces many chunks (and gaps between them).
+#[test]
+fn chunked_lowered_binding_limit() {
+    let Some(ctx) = common::vulkan() else { return };
+    for (dtype, path) in [(DType::Bf16, false), (DType::E4m3, false), (DType::F16, true), (DType::E5m2, true)] {
+        let codec = Codec::with_config(
+            &ctx.device,
+            CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), force_portable: path, ..Default::default() },
+        )
+        .expect("codec");
+        for sign_pack in [false, true] {
+            let n = 17 * 4096 + 1001;
+            let bytes = data(n, 0.3, dtype, sign_pack, 11);
+            round_trip(&ctx, &codec, &bytes, dtype, Options { sign_pack }, &format!("chunked {dtype} sign_pack={sign_pack}"));
+        }
+    }
+}
+
+/// Past 65535 workgroups per dimension, reached with a lowered limit: the grid becomes 2-D.
+#[test]
+fn dispatch_2d_lowered_limit() {
+    let Some(ctx) = common::vulkan() else { return };
+    for force_portable in [false, true] {
+        let codec = Codec::with_config(
+            &ctx.device,
+            CodecConfig { max_workgroups_per_dim: Some(5), force_portable, ..Default::default() },
+        )
+        .expect("codec");
+        for dtype in [DType::Bf16, DType::E5m2] {
+            let n = 23 * 4096 + 3;
+            let bytes = data(n, 0.176, dtype, false, 5);
+            round_trip(&ctx, &codec, &bytes, dtype, Options::default(), &format!("2d {dtype}"));
+        }
+    }
+}
