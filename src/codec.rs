@@ -48,6 +48,9 @@ pub struct CodecConfig {
     pub max_workgroups_per_dim: Option<u32>,
     /// Lower the storage-binding size used for chunking (tests reach the chunked path with small tensors).
     pub max_binding_bytes: Option<u64>,
+    /// Look-back attempts before the decoupled fallback recomputes a stalled predecessor (default 64).
+    /// Tests lower it to 1 to drive the fallback path hard.
+    pub spin_limit: Option<u32>,
 }
 
 /// Where the value streams of a compressed tensor lie inside its values section.
@@ -139,7 +142,7 @@ impl Codec {
         } else {
             Path::Portable
         };
-        let kernels = Kernels::new(device, path)?;
+        let kernels = Kernels::new(device, path, config.spin_limit)?;
         let mut max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         if let Some(b) = config.max_binding_bytes {
             max_binding = max_binding.min(b);
@@ -193,7 +196,7 @@ impl Codec {
     }
 
     /// Tiles per chunk: the most whole tiles whose dense bytes fit one binding with alignment slack.
-    fn chunk_tiles(&self, dtype: DType) -> u64 {
+    pub(crate) fn chunk_tiles(&self, dtype: DType) -> u64 {
         let tile_bytes = TILE as u64 * dtype.bytes();
         ((self.inner.max_binding - self.inner.align - 4) / tile_bytes).max(1)
     }

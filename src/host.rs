@@ -187,7 +187,9 @@ pub fn decompress_to_vec(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Que
     let (layout, header) = Layout::from_header(&words)?;
     check_status(&header, &layout)?;
     let mut out = Vec::with_capacity(layout.dense_bytes() as usize);
-    for piece in split(&words, &layout, &header, piece_tiles(codec, layout.dtype)) {
+    // Pieces whose compact values section fits one binding (a compact stream's values are bound whole).
+    let tiles = piece_tiles(codec, layout.dtype).min(codec.chunk_tiles(layout.dtype));
+    for piece in split(&words, &layout, &header, tiles) {
         let bytes = words_to_bytes(&piece);
         let (pl, _) = Layout::from_header(&piece)?;
         out.extend(decompress_piece(codec, device, queue, &bytes, &pl)?);

@@ -110,7 +110,7 @@ pub struct Kernels {
 
 impl Kernels {
     /// Builds every pipeline, catching validation errors as [`Error::Wgpu`].
-    pub fn new(device: &wgpu::Device, path: Path) -> Result<Kernels> {
+    pub fn new(device: &wgpu::Device, path: Path, spin_limit: Option<u32>) -> Result<Kernels> {
         if path == Path::Subgroup && !device.features().contains(wgpu::Features::SUBGROUP) {
             return Err(Error::Unsupported("the subgroup path needs Features::SUBGROUP".into()));
         }
@@ -131,6 +131,7 @@ impl Kernels {
             label: Some("bitsparse.decompress"),
             entries: &[storage(0, true), storage(1, true), storage(2, true), storage(3, false), storage(4, false), uniform(5)],
         });
+        let spin = [("SPIN_LIMIT", spin_limit.unwrap_or(64) as f64)];
         let build = |bits8: bool| {
             let mut defs = Vec::new();
             if bits8 {
@@ -140,7 +141,7 @@ impl Kernels {
                 defs.push("SUBGROUP");
             }
             WidthKernels {
-                compress: pipeline(device, "compress.wgsl", "compress", &defs, &compress_layout, &[]),
+                compress: pipeline(device, "compress.wgsl", "compress", &defs, &compress_layout, &spin),
                 finish: pipeline(device, "compress.wgsl", "finish", &defs, &compress_layout, &[]),
                 decompress: pipeline(device, "decompress.wgsl", "decompress", &defs, &decompress_layout, &[]),
             }

@@ -167,3 +167,19 @@ fn dispatch_2d_lowered_limit() {
         }
     }
 }
+
+/// The decoupled fallback: with a look-back limit of one attempt, workgroups recompute stalled
+/// predecessors all the time; the bytes must not change.
+#[test]
+fn lookback_fallback_forced() {
+    let Some(ctx) = common::vulkan() else { return };
+    for force_portable in [false, true] {
+        let codec = Codec::with_config(&ctx.device, CodecConfig { spin_limit: Some(1), force_portable, ..Default::default() }).expect("codec");
+        for (dtype, sign_pack) in [(DType::Bf16, false), (DType::F16, true), (DType::E4m3, true), (DType::E5m2, false)] {
+            for density in [0.01, 0.176, 1.0] {
+                let bytes = data(61 * 4096 + 9, density, dtype, sign_pack, 3);
+                round_trip(&ctx, &codec, &bytes, dtype, Options { sign_pack }, &format!("fallback {dtype} {density}"));
+            }
+        }
+    }
+}

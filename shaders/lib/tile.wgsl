@@ -20,7 +20,7 @@ const EPV: u32 = 8u;
 const ROUNDS: u32 = 4u;
 const ELEM_MASK: u32 = 0xffffu;
 #endif
-const VECS_PER_TILE: u32 = 512u / (BITS / 8u); // TILE * BITS / 128
+const VECS_PER_TILE: u32 = TILE * BITS / 128u;
 const EPW: u32 = 32u / BITS;                   // elements per word
 
 // Element j (0..EPV) of a vec4.
