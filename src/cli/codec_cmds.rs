@@ -101,6 +101,11 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
         return Err(CliError::file(&a.input, format!("{e} (--dtype {dtype})")));
     }
     let mut out = create_output(&a.output)?;
+    // Test hook for tests/cli.rs: proves that a panic (a bug) still ends as one `error: internal:` line,
+    // exit 1, and no output or temporary file. Not a user-facing option.
+    if std::env::var_os("BITSPARSE_TEST_PANIC").is_some() {
+        panic!("BITSPARSE_TEST_PANIC is set");
+    }
     let engine = Engine::open(&g.choice).map_err(CliError::plain)?;
 
     let t0 = Instant::now();

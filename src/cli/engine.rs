@@ -2,17 +2,20 @@
 //! stream is made on the GPU or by the CPU reference.
 
 use bitsparse::context::{backend_name, AdapterChoice, GpuContext};
-use bitsparse::{DType, Options, Result};
+use bitsparse::{Codec, DType, Options, Path, Result};
 
-/// An opened adapter and what the commands report about it.
+/// An opened adapter, its codec (pipelines built once) and what the commands report about it.
 pub struct Engine {
     ctx: GpuContext,
+    codec: Codec,
 }
 
 impl Engine {
     /// Opens the adapter `choice` selects (flags, then environment, then the default adapter).
     pub fn open(choice: &AdapterChoice) -> Result<Engine> {
-        Ok(Engine { ctx: GpuContext::new(choice)? })
+        let ctx = GpuContext::new(choice)?;
+        let codec = Codec::new(&ctx.device)?;
+        Ok(Engine { ctx, codec })
     }
 
     /// `{name, backend, driver, path}` for JSON output.
@@ -30,27 +33,21 @@ impl Engine {
         format!("{} ({}, {} path)", self.ctx.info.name, backend_name(self.ctx.info.backend), self.path_name())
     }
 
-    /// The codec path the device supports: the same rule as `bitsparse::Codec::new`.
+    /// The codec path in use.
     pub fn path_name(&self) -> &'static str {
-        if self.ctx.device.features().contains(wgpu::Features::SUBGROUP) {
-            "subgroup"
-        } else {
-            "portable"
+        match self.codec.path() {
+            Path::Subgroup => "subgroup",
+            Path::Portable => "portable",
         }
     }
 
-    /// Compresses `data` into one compact tensor stream.
-    ///
-    /// STUB until `bitsparse::host::compress_to_vec` lands: this is the CPU reference codec. Switching to
-    /// the GPU is this one call.
+    /// Compresses `data` into one compact tensor stream, on the GPU.
     pub fn compress(&self, data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
-        bitsparse::cpu::compress(data, dtype, options)
+        bitsparse::host::compress_to_vec(&self.codec, &self.ctx.device, &self.ctx.queue, data, dtype, options)
     }
 
-    /// Decompresses one tensor stream.
-    ///
-    /// STUB until `bitsparse::host::decompress_to_vec` lands: this is the CPU reference codec.
+    /// Decompresses one tensor stream, on the GPU (the host validates the stream first).
     pub fn decompress(&self, stream: &[u8]) -> Result<Vec<u8>> {
-        bitsparse::cpu::decompress(stream)
+        bitsparse::host::decompress_to_vec(&self.codec, &self.ctx.device, &self.ctx.queue, stream)
     }
 }

@@ -54,8 +54,9 @@ pub fn run(g: &Globals, args: &Args) -> Result<(), CliError> {
                     "device": r.info.device,
                     "driver": r.info.driver,
                     "driver_info": r.info.driver_info,
-                    "subgroup_min_size": r.info.subgroup_min_size,
-                    "subgroup_max_size": r.info.subgroup_max_size,
+                    // Without the feature the adapter's numbers describe nothing the codec can use.
+                    "subgroup_min_size": r.subgroup.then_some(r.info.subgroup_min_size),
+                    "subgroup_max_size": r.subgroup.then_some(r.info.subgroup_max_size),
                     "subgroups": r.subgroup,
                     "path": path(r.subgroup),
                     "max_storage_buffer_binding_size": r.max_binding,
