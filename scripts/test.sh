@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# THE test command (README): installs the software GPU drivers the backend tests need (lavapipe for
+# Vulkan, llvmpipe for GL) when they are missing, then runs every test target in release mode (lavapipe
+# runs the host side faster, and a release build of wgpu is not slower to build than a debug one here).
+#
+#   bash scripts/test.sh                 # everything
+#   bash scripts/test.sh --test cli      # extra arguments go to `cargo test`
+#
+# CI=true is passed through: there a test that needs a backend fails instead of skipping.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/packages.sh
+bitsparse_setup
+
+if [ $# -gt 0 ]; then
+    exec cargo test --release "$@"
+fi
+# Library unit tests, the binary's unit tests, tests/*.rs and the examples (built, and their #[test]s run).
+# Benchmarks are left to `cargo bench`: a harness-less bench binary would run its whole sweep here.
+cargo test --release --lib --bins --tests --examples
+cargo test --release --doc
