@@ -1,0 +1,140 @@
+//! The codec on wgpu's GL backend (llvmpipe through EGL here): it has no subgroups and no 16-bit
+//! types, so the codec must choose the portable path on its own, and that path must be bit-exact against
+//! the CPU reference both ways on a subset of the lavapipe matrix.
+//!
+//! `common::gl()` fails (does not skip) when `CI=true` and no GL adapter opens.
+
+mod common;
+
+use bitsparse::context::GpuContext;
+use bitsparse::{cpu, host, Codec, CodecConfig, DType, Options, Path};
+
+const DENSITIES: [f64; 4] = [0.0, 0.01, 0.176, 1.0];
+const LENGTHS: [usize; 5] = [0, 1, 33, 4097, 5 * 4096 + 77];
+
+/// Opens the GL adapter and checks it really is GL (a missing Mesa package can make wgpu hand out
+/// something else silently).
+fn gl() -> Option<GpuContext> {
+    let ctx = common::gl()?;
+    assert_eq!(ctx.info.backend, wgpu::Backend::Gl, "common::gl() returned a non-GL adapter: {}", ctx.describe());
+    Some(ctx)
+}
+
+/// Random bit patterns (sign bits included); sign bits cleared for sign packing.
+fn data(n: usize, density: f64, dtype: DType, sign_pack: bool, seed: u64) -> Vec<u8> {
+    let mut d = cpu::synthetic_bits(n, density, dtype, seed);
+    if sign_pack {
+        let eb = dtype.bytes() as usize;
+        for e in d.chunks_mut(eb) {
+            e[eb - 1] &= 0x7f;
+        }
+    }
+    d
+}
+
+/// GPU bytes equal CPU bytes, and each side decodes the other's stream bit-exactly.
+fn round_trip(ctx: &GpuContext, codec: &Codec, bytes: &[u8], dtype: DType, options: Options, what: &str) {
+    let cpu_stream = cpu::compress(bytes, dtype, options).unwrap_or_else(|e| panic!("{what}: cpu compress: {e}"));
+    let gpu_stream = host::compress_to_vec(codec, &ctx.device, &ctx.queue, bytes, dtype, options)
+        .unwrap_or_else(|e| panic!("{what}: gpu compress: {e}"));
+    if gpu_stream != cpu_stream {
+        let first = gpu_stream.iter().zip(&cpu_stream).position(|(a, b)| a != b);
+        panic!("{what}: GPU stream differs from CPU stream (lengths {} vs {}, first differing byte {first:?})", gpu_stream.len(), cpu_stream.len());
+    }
+    let back = cpu::decompress(&gpu_stream).unwrap_or_else(|e| panic!("{what}: cpu decompress of gpu stream: {e}"));
+    assert!(back == bytes, "{what}: CPU decode of GPU stream differs");
+    let back = host::decompress_to_vec(codec, &ctx.device, &ctx.queue, &cpu_stream)
+        .unwrap_or_else(|e| panic!("{what}: gpu decompress: {e}"));
+    assert!(back == bytes, "{what}: GPU decode of CPU stream differs");
+}
+
+/// GL has neither `Features::SUBGROUP` nor `SHADER_I16`: the default codec must pick the portable path.
+#[test]
+fn gl_codec_picks_portable_path() {
+    let Some(ctx) = gl() else { return };
+    assert!(!ctx.device.features().contains(wgpu::Features::SUBGROUP), "GL device unexpectedly has subgroups");
+    assert!(!ctx.device.features().contains(wgpu::Features::SHADER_I16), "GL device unexpectedly has 16-bit types");
+    let codec = Codec::new(&ctx.device).expect("the codec must build on GL");
+    assert_eq!(codec.path(), Path::Portable, "no subgroups on GL: the codec must use the portable path");
+}
+
+fn matrix(dtype: DType) {
+    let Some(ctx) = gl() else { return };
+    let codec = Codec::new(&ctx.device).expect("codec");
+    assert_eq!(codec.path(), Path::Portable);
+    for sign_pack in [false, true] {
+        for (di, &density) in DENSITIES.iter().enumerate() {
+            for (li, &n) in LENGTHS.iter().enumerate() {
+                let bytes = data(n, density, dtype, sign_pack, (1000 + di * 100 + li) as u64);
+                let what = format!("GL {dtype} sign_pack={sign_pack} density={density} n={n}");
+                round_trip(&ctx, &codec, &bytes, dtype, Options { sign_pack }, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn gl_matrix_bf16() {
+    matrix(DType::Bf16);
+}
+
+#[test]
+fn gl_matrix_f16() {
+    matrix(DType::F16);
+}
+
+#[test]
+fn gl_matrix_e4m3() {
+    matrix(DType::E4m3);
+}
+
+#[test]
+fn gl_matrix_e5m2() {
+    matrix(DType::E5m2);
+}
+
+/// Realistic ReLU² data over many tiles, so the chained scan's look-back (and its fallback) is
+/// exercised with many workgroups in flight on GL.
+#[test]
+fn gl_multi_tile_relu2() {
+    let Some(ctx) = gl() else { return };
+    for spin_limit in [None, Some(1)] {
+        let codec = Codec::with_config(&ctx.device, CodecConfig { spin_limit, ..Default::default() }).expect("codec");
+        for dtype in [DType::Bf16, DType::E4m3] {
+            let bytes = cpu::synthetic_relu2(41 * 4096 + 5, 0.176, dtype, 9);
+            round_trip(&ctx, &codec, &bytes, dtype, Options::SIGN_PACK, &format!("GL relu2 {dtype} spin={spin_limit:?}"));
+        }
+    }
+}
+
+/// The chunked and 2-D dispatch paths on GL, reached with lowered limits.
+#[test]
+fn gl_chunked_and_dispatch_2d_lowered_limits() {
+    let Some(ctx) = gl() else { return };
+    let codec = Codec::with_config(
+        &ctx.device,
+        CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), max_workgroups_per_dim: Some(2), ..Default::default() },
+    )
+    .expect("codec");
+    for dtype in [DType::F16, DType::E5m2] {
+        let bytes = data(13 * 4096 + 999, 0.3, dtype, false, 21);
+        round_trip(&ctx, &codec, &bytes, dtype, Options::default(), &format!("GL chunked+2d {dtype}"));
+    }
+}
+
+/// A sign bit under sign packing is found by the portable kernels on GL too.
+#[test]
+fn gl_sign_bit_under_sign_pack_is_an_error() {
+    let Some(ctx) = gl() else { return };
+    let codec = Codec::new(&ctx.device).expect("codec");
+    for dtype in DType::ALL {
+        let mut d = cpu::synthetic_relu2(2 * 4096 + 3, 0.2, dtype, 4);
+        let i = 4096 + 17;
+        let eb = dtype.bytes() as usize;
+        d[(i + 1) * eb - 1] |= 0x80;
+        match host::compress_to_vec(&codec, &ctx.device, &ctx.queue, &d, dtype, Options::SIGN_PACK) {
+            Err(bitsparse::Error::SignBitSet { index }) => assert_eq!(index, Some(i as u64), "{dtype}"),
+            other => panic!("{dtype}: expected SignBitSet, got {other:?}"),
+        }
+    }
+}
