@@ -1,0 +1,139 @@
+//! Demo trainer: a residual stack of ReLU² FFN blocks trained on next-character prediction with wgpu,
+//! once with the activation cache kept dense and once kept in BitSparse form; checks that the two runs
+//! are bit-identical and reports the memory the compressed cache saves.
+//!
+//! `cargo run --release --example train_ffn` (small default config, under two minutes on lavapipe);
+//! `-- --json` prints one JSON document; `-- --help` lists the knobs. See demos/README_train_ffn.md.
+
+#[path = "train_ffn/mod.rs"]
+mod trainer;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bitsparse::context::{AdapterChoice, GpuContext};
+use clap::Parser;
+use trainer::{data::Corpus, gpu::Gpu, CacheMode, Config};
+
+#[derive(Parser, Debug)]
+#[command(name = "train_ffn", about = "ReLU² FFN stack trained on wgpu: dense activation cache vs BitSparse, bit-identical")]
+struct Cli {
+    /// Model width d (hidden is 4d).
+    #[arg(long, default_value_t = Config::default().d)]
+    d: u32,
+    /// Number of FFN blocks.
+    #[arg(long, default_value_t = Config::default().layers)]
+    layers: u32,
+    /// Tokens (predictions) per step.
+    #[arg(long, default_value_t = Config::default().tokens)]
+    tokens: u32,
+    /// Characters of context summed into each prediction's input.
+    #[arg(long, default_value_t = Config::default().context)]
+    context: u32,
+    /// Training steps.
+    #[arg(long, default_value_t = Config::default().steps)]
+    steps: u32,
+    /// Adam learning rate.
+    #[arg(long, default_value_t = Config::default().lr)]
+    lr: f32,
+    /// Seed for weights and batches.
+    #[arg(long, default_value_t = Config::default().seed)]
+    seed: u64,
+    /// Print progress (and read statistics back) every N steps.
+    #[arg(long, default_value_t = Config::default().log_every)]
+    log_every: u32,
+    /// Store the compressed relu(z) with its sign bit (sign packing off).
+    #[arg(long)]
+    no_sign_pack: bool,
+    /// Also run the minimal dense cache (x + r, a recomputed) as a third mode.
+    #[arg(long)]
+    with_minimal: bool,
+    /// Train on this UTF-8/ASCII text file instead of the shipped one (bytes are the characters).
+    #[arg(long)]
+    text: Option<PathBuf>,
+    /// Where to write the SVG plot.
+    #[arg(long, default_value = "target/train_ffn/train_ffn.svg")]
+    plot: PathBuf,
+    /// Print one JSON document on stdout (messages go to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Adapter name substring (case-insensitive).
+    #[arg(long, env = "WGPU_ADAPTER_NAME")]
+    adapter: Option<String>,
+    /// Backend: vulkan, gl, metal or dx12.
+    #[arg(long, env = "WGPU_BACKEND")]
+    backend: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(ok) => {
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: &Cli) -> bitsparse::Result<bool> {
+    let cfg = Config {
+        d: cli.d,
+        layers: cli.layers,
+        tokens: cli.tokens,
+        context: cli.context,
+        steps: cli.steps,
+        lr: cli.lr,
+        seed: cli.seed,
+        log_every: cli.log_every,
+        sign_pack: !cli.no_sign_pack,
+    };
+    cfg.validate()?;
+    let text = match &cli.text {
+        Some(p) => std::fs::read(p).map_err(|e| bitsparse::Error::InvalidArgument(format!("{}: {e}", p.display())))?,
+        None => trainer::data::DEFAULT_TEXT.as_bytes().to_vec(),
+    };
+    let corpus = Corpus::new(&text, cfg.context)?;
+    let ctx = GpuContext::new(&AdapterChoice { adapter: cli.adapter.clone(), backend: cli.backend.clone() })?;
+    eprintln!("adapter: {}", ctx.describe());
+    let mut gpu = Gpu::new(ctx.device.clone(), ctx.queue.clone());
+    let mut modes = vec![CacheMode::DenseBaseline];
+    if cli.with_minimal {
+        modes.push(CacheMode::DenseMinimal);
+    }
+    modes.push(CacheMode::BitSparse);
+    let layers = cfg.layers as u64;
+    let n = cfg.tokens as f64 * cfg.hidden() as f64;
+    let mut progress = |mode: CacheMode, stats: &[trainer::model::StepStats]| {
+        if let Some(s) = stats.last() {
+            let dens: Vec<String> = s.nonzeros.iter().take(layers as usize).map(|&c| format!("{:.3}", c as f64 / n)).collect();
+            eprintln!("[{:<13}] step {:>5}  loss {:.4}  density [{}]", mode.name(), s.step + 1, s.loss, dens.join(" "));
+        }
+    };
+    let report = trainer::run(&mut gpu, &cfg, &corpus, &modes, &mut progress)?;
+    let plot_ok = match report.plot(&cli.plot) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("warning: plot not written: {e}");
+            false
+        }
+    };
+    if cli.json {
+        let mut v = serde_json::to_value(&report).map_err(|e| bitsparse::Error::InvalidArgument(e.to_string()))?;
+        v["adapter"] = serde_json::json!({ "name": ctx.info.name, "backend": bitsparse::context::backend_name(ctx.info.backend) });
+        v["plot"] = if plot_ok { serde_json::json!(cli.plot.display().to_string()) } else { serde_json::Value::Null };
+        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| bitsparse::Error::InvalidArgument(e.to_string()))?);
+    } else {
+        print!("{}", report.text());
+        if plot_ok {
+            println!("plot: {}", cli.plot.display());
+        }
+    }
+    Ok(report.bit_identical)
+}

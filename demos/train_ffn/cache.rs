@@ -1,0 +1,213 @@
+//! Where the FFN hidden activation lives between forward and backward: the one thing that differs
+//! between the trainer's modes.
+//!
+//! The model hands every cache the same three step buffers: `z` (the BF16 pre-activation of the layer
+//! being run forward), `g` (dL/da of the layer being run backward, BF16) and `dz` (where dL/dz goes).
+//! A cache's `forward` must leave a = bf16(relu(z)²) in `forward_a(l)` and keep what its `backward`
+//! needs; `backward` must write dz = bf16(2·r·g) and leave a in `backward_a(l)` for the dW₂ GEMM.
+//! Because every mode computes those with the same formulas (CONVENTIONS.md), the modes are
+//! bit-identical — which the trainer checks at every step.
+//!
+//! To plug in the library's GPU arena and fused kernels (issue 3), implement [`HiddenCache`] with the
+//! fused forward (z → a dense + compressed r in the arena) and the fused backward (compressed r, g → dz
+//! and a); `begin_step` resets the arena, `end_step` can gate the update on the arena's "step ok".
+
+use bitsparse::{BufferRange, Codec, Compressed, DType, Layout, Options, Result};
+
+use super::config::{CacheMode, Config};
+use super::gpu::{grid_1d, record, Bind, Dispatch, Gpu, Kernel};
+
+/// The per-step buffers every cache works on (owned by the model).
+pub struct StepBuffers<'a> {
+    pub z: &'a wgpu::Buffer,
+    pub g: &'a wgpu::Buffer,
+    pub dz: &'a wgpu::Buffer,
+}
+
+/// What a cache holds for the hidden activation of one layer, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LayerBytes {
+    /// Bytes of the kept form (dense tensors, or the compressed stream: header, tile offsets, mask,
+    /// values and padding, plus any arena slack).
+    pub stored: u64,
+    /// Bytes the trainer reserved for it (the worst case for a compressed form without an arena).
+    pub reserved: u64,
+}
+
+/// The hook a cache mode implements.
+pub trait HiddenCache {
+    /// Name for reports.
+    fn name(&self) -> &'static str;
+    /// Where `forward(l)` leaves a (read by the W₂ GEMM).
+    fn forward_a(&self, l: usize) -> &wgpu::Buffer;
+    /// Where `backward(l)` leaves a (read by the dW₂ GEMM).
+    fn backward_a(&self, l: usize) -> &wgpu::Buffer;
+    /// Start of a step (before layer 0's forward).
+    fn begin_step(&mut self, _enc: &mut wgpu::CommandEncoder) -> Result<()> {
+        Ok(())
+    }
+    /// Forward of layer `l`: z → a, keep r.
+    fn forward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()>;
+    /// Backward of layer `l`: (kept r, g) → dz and a.
+    fn backward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()>;
+    /// Bytes per layer held after the last forward. Compressed modes read sizes back from the GPU, so
+    /// call this only at logging points (it synchronises).
+    fn layer_bytes(&self, gpu: &Gpu) -> Result<Vec<LayerBytes>>;
+}
+
+/// Builds the cache of `mode`.
+pub fn build(mode: CacheMode, gpu: &mut Gpu, bufs: &StepBuffers, cfg: &Config) -> Result<Box<dyn HiddenCache>> {
+    Ok(match mode {
+        CacheMode::DenseBaseline => Box::new(DenseCache::new(gpu, bufs, cfg, true)?),
+        CacheMode::DenseMinimal => Box::new(DenseCache::new(gpu, bufs, cfg, false)?),
+        CacheMode::BitSparse => Box::new(CodecCache::new(gpu, bufs, cfg)?),
+    })
+}
+
+fn hidden_elems(cfg: &Config) -> u64 {
+    cfg.tokens as u64 * cfg.hidden() as u64
+}
+
+fn act_forward(gpu: &mut Gpu, z: &wgpu::Buffer, r: &wgpu::Buffer, a: &wgpu::Buffer, words: u64) -> Result<Dispatch> {
+    gpu.dispatch(
+        "act_forward",
+        Kernel::ActForward,
+        [words as u32, 1, 0, 0, 0, 0, 0, 0],
+        &[Bind::whole(z), Bind::whole(r), Bind::whole(a)],
+        grid_1d(words),
+    )
+}
+
+fn act_backward(gpu: &mut Gpu, r: &wgpu::Buffer, g: &wgpu::Buffer, dz: &wgpu::Buffer, a: Option<&wgpu::Buffer>, words: u64) -> Result<Dispatch> {
+    let mut binds = vec![Bind::whole(r), Bind::whole(g), Bind::whole(dz)];
+    if let Some(a) = a {
+        binds.push(Bind::whole(a));
+    }
+    gpu.dispatch("act_backward", Kernel::ActBackward, [words as u32, a.is_some() as u32, 0, 0, 0, 0, 0, 0], &binds, grid_1d(words))
+}
+
+/// Dense r (and a, for the autograd baseline) per layer.
+pub struct DenseCache {
+    keep_a: bool,
+    r: Vec<wgpu::Buffer>,
+    /// Per layer when `keep_a`, else one scratch buffer.
+    a: Vec<wgpu::Buffer>,
+    fwd: Vec<Dispatch>,
+    bwd: Vec<Dispatch>,
+    bytes: u64,
+}
+
+impl DenseCache {
+    fn new(gpu: &mut Gpu, bufs: &StepBuffers, cfg: &Config, keep_a: bool) -> Result<DenseCache> {
+        let n = hidden_elems(cfg);
+        let bytes = n * 2;
+        let layers = cfg.layers as usize;
+        let r: Vec<_> = (0..layers).map(|_| gpu.buffer("cache.r", bytes)).collect();
+        let a: Vec<_> = (0..if keep_a { layers } else { 1 }).map(|_| gpu.buffer("cache.a", bytes)).collect();
+        let mut fwd = Vec::new();
+        let mut bwd = Vec::new();
+        for l in 0..layers {
+            let al = &a[if keep_a { l } else { 0 }];
+            fwd.push(act_forward(gpu, bufs.z, &r[l], al, n / 2)?);
+            bwd.push(act_backward(gpu, &r[l], bufs.g, bufs.dz, if keep_a { None } else { Some(al) }, n / 2)?);
+        }
+        Ok(DenseCache { keep_a, r, a, fwd, bwd, bytes })
+    }
+}
+
+impl HiddenCache for DenseCache {
+    fn name(&self) -> &'static str {
+        if self.keep_a {
+            CacheMode::DenseBaseline.name()
+        } else {
+            CacheMode::DenseMinimal.name()
+        }
+    }
+    fn forward_a(&self, l: usize) -> &wgpu::Buffer {
+        &self.a[if self.keep_a { l } else { 0 }]
+    }
+    fn backward_a(&self, l: usize) -> &wgpu::Buffer {
+        self.forward_a(l)
+    }
+    fn forward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()> {
+        record(enc, "cache.forward", std::slice::from_ref(&self.fwd[l]));
+        Ok(())
+    }
+    fn backward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()> {
+        record(enc, "cache.backward", std::slice::from_ref(&self.bwd[l]));
+        Ok(())
+    }
+    fn layer_bytes(&self, _gpu: &Gpu) -> Result<Vec<LayerBytes>> {
+        let per = if self.keep_a { 2 * self.bytes } else { self.bytes };
+        Ok(self.r.iter().map(|_| LayerBytes { stored: per, reserved: per }).collect())
+    }
+}
+
+/// BitSparse through the library's plain codec: the forward writes r to a scratch buffer and compresses
+/// it into a per-layer slot sized for the worst case; the backward decompresses it and recomputes a and
+/// dz with the trainer's own activation kernels. Stand-in until the arena and fused kernels land: the
+/// *stored* bytes are what an arena would hold, the *reserved* bytes are the worst-case slots.
+pub struct CodecCache {
+    codec: Codec,
+    r_scratch: wgpu::Buffer,
+    a_scratch: wgpu::Buffer,
+    slots: Vec<wgpu::Buffer>,
+    compressed: Vec<Option<Compressed>>,
+    layout: Layout,
+    options: Options,
+    fwd: Dispatch,
+    bwd: Dispatch,
+}
+
+impl CodecCache {
+    fn new(gpu: &mut Gpu, bufs: &StepBuffers, cfg: &Config) -> Result<CodecCache> {
+        let codec = Codec::new(&gpu.device)?;
+        let n = hidden_elems(cfg);
+        let options = Options { sign_pack: cfg.sign_pack };
+        let layout = Layout::new(DType::Bf16, n, options)?;
+        let cap = codec.output_capacity(DType::Bf16, n, options)?;
+        let r_scratch = gpu.buffer("cache.r_scratch", n * 2);
+        let a_scratch = gpu.buffer("cache.a_scratch", n * 2);
+        let slots = (0..cfg.layers).map(|_| gpu.buffer("cache.slot", cap)).collect();
+        let fwd = act_forward(gpu, bufs.z, &r_scratch, &a_scratch, n / 2)?;
+        let bwd = act_backward(gpu, &r_scratch, bufs.g, bufs.dz, Some(&a_scratch), n / 2)?;
+        Ok(CodecCache { codec, r_scratch, a_scratch, slots, compressed: vec![None; cfg.layers as usize], layout, options, fwd, bwd })
+    }
+}
+
+impl HiddenCache for CodecCache {
+    fn name(&self) -> &'static str {
+        CacheMode::BitSparse.name()
+    }
+    fn forward_a(&self, _l: usize) -> &wgpu::Buffer {
+        &self.a_scratch
+    }
+    fn backward_a(&self, _l: usize) -> &wgpu::Buffer {
+        &self.a_scratch
+    }
+    fn forward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()> {
+        record(enc, "cache.forward", std::slice::from_ref(&self.fwd));
+        let input = BufferRange::new(&self.r_scratch, 0, self.layout.dense_bytes());
+        let c = self.codec.compress(enc, input, DType::Bf16, self.layout.n, self.options, BufferRange::whole(&self.slots[l]))?;
+        self.compressed[l] = Some(c);
+        Ok(())
+    }
+    fn backward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()> {
+        let c = self.compressed[l]
+            .as_ref()
+            .ok_or_else(|| bitsparse::Error::InvalidArgument(format!("backward of layer {l} before its forward")))?;
+        self.codec.decompress(enc, c, BufferRange::new(&self.r_scratch, 0, self.layout.dense_bytes()))?;
+        record(enc, "cache.backward", std::slice::from_ref(&self.bwd));
+        Ok(())
+    }
+    fn layer_bytes(&self, gpu: &Gpu) -> Result<Vec<LayerBytes>> {
+        let mut out = Vec::new();
+        for c in &self.compressed {
+            let c = c.as_ref().ok_or_else(|| bitsparse::Error::InvalidArgument("no forward recorded yet".into()))?;
+            let h = bitsparse::host::read_header(&gpu.device, &gpu.queue, c)?;
+            bitsparse::host::check_status(&h, &c.layout)?;
+            out.push(LayerBytes { stored: c.layout.compact_bytes(h.value_words as u64), reserved: c.size });
+        }
+        Ok(out)
+    }
+}

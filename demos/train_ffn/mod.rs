@@ -1,0 +1,102 @@
+//! The demo trainer's reusable parts, shared by `demos/train_ffn.rs` (the example) and
+//! `tests/train_ffn.rs` (which includes this tree with `#[path]`).
+//!
+//! [`run`] trains the same seeded model once per cache mode, compares losses and weight hashes step by
+//! step (and all final weights bit by bit), and gathers the cache accounting the report prints.
+
+#![allow(dead_code)]
+
+pub mod cache;
+pub mod config;
+pub mod data;
+pub mod gpu;
+pub mod model;
+pub mod report;
+
+use std::time::Instant;
+
+use bitsparse::Result;
+
+pub use config::{CacheMode, Config};
+use data::Corpus;
+use gpu::Gpu;
+use model::{Model, StepStats};
+pub use report::Report;
+
+/// One mode's run.
+#[derive(Clone, Debug)]
+pub struct ModeRun {
+    pub mode: CacheMode,
+    /// Statistics of every step.
+    pub stats: Vec<StepStats>,
+    /// Final weights (f32 bits).
+    pub params: Vec<u32>,
+    /// Hidden-cache bytes per layer after the last forward.
+    pub layer_bytes: Vec<cache::LayerBytes>,
+    /// Cached x bytes per layer.
+    pub x_bytes_per_layer: u64,
+    /// Wall time of the steps (logging reads included), seconds.
+    pub seconds: f64,
+}
+
+impl ModeRun {
+    /// Mean wall time per step, milliseconds.
+    pub fn step_ms(&self) -> f64 {
+        self.seconds * 1e3 / self.stats.len().max(1) as f64
+    }
+}
+
+/// Progress callback: (mode, stats of the steps so far). Called at logging points.
+pub type Progress<'a> = &'a mut dyn FnMut(CacheMode, &[StepStats]);
+
+/// Trains one mode for `cfg.steps` steps.
+pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, progress: Progress) -> Result<ModeRun> {
+    let mut model = Model::new(gpu, cfg, corpus, mode)?;
+    // Build and warm the pipelines outside the timed loop.
+    bitsparse::sync::wait_idle(&gpu.device)?;
+    let start = Instant::now();
+    for s in 0..cfg.steps {
+        model.step(gpu, corpus)?;
+        if (s + 1) % cfg.log_every == 0 || s + 1 == cfg.steps {
+            let stats = model.read_stats(gpu)?;
+            progress(mode, &stats);
+        }
+    }
+    bitsparse::sync::wait_idle(&gpu.device)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let stats = model.read_stats(gpu)?;
+    let params = model.read_params(gpu)?;
+    let layer_bytes = model.layer_bytes(gpu)?;
+    Ok(ModeRun { mode, stats, params, layer_bytes, x_bytes_per_layer: model.x_bytes_per_layer(), seconds })
+}
+
+/// The first difference between two runs' losses, weight hashes or final weights, if any.
+pub fn first_mismatch(a: &ModeRun, b: &ModeRun) -> Option<String> {
+    for (sa, sb) in a.stats.iter().zip(&b.stats) {
+        if sa.loss.to_bits() != sb.loss.to_bits() {
+            return Some(format!("step {}: loss {} ({}) vs {} ({})", sa.step, sa.loss, a.mode.name(), sb.loss, b.mode.name()));
+        }
+        if sa.weight_hash != sb.weight_hash {
+            return Some(format!("step {}: weight hash differs between {} and {}", sa.step, a.mode.name(), b.mode.name()));
+        }
+        if sa.nonzeros != sb.nonzeros {
+            return Some(format!("step {}: relu(z) nonzero counts differ between {} and {}", sa.step, a.mode.name(), b.mode.name()));
+        }
+    }
+    if a.stats.len() != b.stats.len() {
+        return Some("different step counts".into());
+    }
+    if let Some(i) = a.params.iter().zip(&b.params).position(|(x, y)| x != y) {
+        return Some(format!("final weight {i} differs between {} and {}", a.mode.name(), b.mode.name()));
+    }
+    None
+}
+
+/// Trains every mode in `modes` (the first is the reference) and builds the report.
+pub fn run(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, modes: &[CacheMode], progress: Progress) -> Result<Report> {
+    let mut runs = Vec::new();
+    for &m in modes {
+        runs.push(run_mode(gpu, cfg, corpus, m, progress)?);
+    }
+    Report::new(cfg, corpus.vocab, runs)
+}
