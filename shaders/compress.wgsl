@@ -28,6 +28,10 @@ struct Params {
     info: u32,        // header INFO word (finish)
     n_lo: u32,        // element count of the whole tensor (finish)
     n_hi: u32,
+    slot: u32,        // arena mode: word index in `ctrl` of this tensor's slot descriptor
+    act: u32,         // fused forward: 0 relu, 1 relu²
+    values_offset: u32, // arena mode: words before the values section (header + table + mask)
+    _pad: u32,
 }
 
 const FLAG_AGG: u32 = 0x40000000u;
@@ -39,16 +43,59 @@ const SCAN_STATUS: u32 = 0u;
 const SCAN_TICKET: u32 = 1u;
 const SCAN_TILES: u32 = 2u;
 
+#include "lib/arena_ctrl.wgsl"
+
 // Look-back attempts on an unpublished predecessor before falling back to recomputing it.
 override SPIN_LIMIT: u32 = 64u;
 
 @group(0) @binding(0) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> src_tail: array<u32>;
-@group(0) @binding(2) var<storage, read_write> head: array<atomic<u32>>;
-@group(0) @binding(3) var<storage, read_write> mask_out: array<u32>;
-@group(0) @binding(4) var<storage, read_write> vals_out: array<u32>;
 @group(0) @binding(5) var<storage, read_write> scan: array<atomic<u32>>;
 @group(0) @binding(6) var<uniform> p: Params;
+
+#if ARENA
+// Arena mode: header, table, mask and values all live in one arena binding at a word offset (`base`)
+// that only the GPU knows: `arena.wgsl:reserve` wrote it into the slot descriptor in `ctrl`.
+@group(0) @binding(2) var<storage, read_write> arena: array<u32>;
+@group(0) @binding(7) var<storage, read_write> ctrl: array<atomic<u32>>;
+var<private> base: u32;
+fn put_head(i: u32, v: u32) { arena[base + i] = v; }
+fn put_mask(i: u32, v: u32) { arena[base + i] = v; }
+fn put_val(i: u32, v: u32) { arena[base + i] = v; }
+#else
+@group(0) @binding(2) var<storage, read_write> head: array<u32>;
+@group(0) @binding(3) var<storage, read_write> mask_out: array<u32>;
+@group(0) @binding(4) var<storage, read_write> vals_out: array<u32>;
+fn put_head(i: u32, v: u32) { head[i] = v; }
+fn put_mask(i: u32, v: u32) { mask_out[i] = v; }
+fn put_val(i: u32, v: u32) { vals_out[i] = v; }
+#endif
+
+#if FUSED_FWD
+// Fused forward (BF16 only): the input is the pre-activation z; the kernel compresses r = relu(z) and
+// writes the dense activation a = r or r² for the next GEMM, at the same element positions as z.
+#include "lib/act.wgsl"
+@group(0) @binding(8) var<storage, read_write> a4: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read_write> a_tail: array<u32>;
+
+// Stores the words of vec `q` of the partial tile that hold elements below `len`; a last word the
+// tensor only partly covers is merged so bytes past the range survive.
+fn store_tail_vec(q: u32, v: vec4<u32>, len: u32) {
+    for (var k = 0u; k < 4u; k++) {
+        let w = q * 4u + k;
+        let first = w * EPW;
+        if first < len {
+            let n_in = min(len - first, EPW);
+            if n_in == EPW {
+                a_tail[w] = v[k];
+            } else {
+                let keep = ~((1u << (n_in * BITS)) - 1u);
+                a_tail[w] = (a_tail[w] & keep) | (v[k] & ~keep);
+            }
+        }
+    }
+}
+#endif
 
 const STAGE_WORDS: u32 = TILE * BITS / 32u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
@@ -103,8 +150,17 @@ fn compress(
     let sg_size = 1u;
 #endif
     let li = logical_index(lid, sg_id, sg_lane, sg_size);
+#if ARENA
+    base = atomicLoad(&ctrl[p.slot + SLOT_BASE]);
+#endif
     if lid == 0u {
         wg_tile = atomicAdd(&scan[SCAN_TICKET], 1u);
+#if ARENA
+        // A tensor whose reservation already failed writes nothing at all.
+        if atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u {
+            wg_tile = 0xffffffffu;
+        }
+#endif
     }
     // Clear the staging words and the tile mask while the ticket comes back.
     for (var i = lid; i < STAGE_WORDS; i += WG) {
@@ -124,6 +180,15 @@ fn compress(
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
         v[r] = load_vec(tile, q);
+#if FUSED_FWD
+        v[r] = relu_vec(v[r]);
+        let a = act_vec(v[r], p.act);
+        if tile < p.full_tiles {
+            a4[tile * VECS_PER_TILE + q] = a;
+        } else {
+            store_tail_vec(q, a, p.tail_len);
+        }
+#endif
         m[r] = nz_bits(v[r]) & valid_bits(tile, q);
         counts[r] = countOneBits(m[r]);
         signs |= sign_bits(v[r]) & m[r];
@@ -222,33 +287,63 @@ fn compress(
 
     // Write the table entry, the mask words and the values.
     if lid == 0u {
-        atomicStore(&head[p.table_idx + tile], p.val_base + prefix);
+        put_head(p.table_idx + tile, p.val_base + prefix);
     }
     let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
     let mwords = (tile_len + 31u) / 32u;
     if lid < mwords {
-        mask_out[p.mask_idx + tile * TILE_MASK_WORDS + lid] = atomicLoad(&wg_mask[lid]);
+        put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
     }
     let out = p.val_idx + prefix;
+#if ARENA
+    // Never write past the arena's end: flag the overflow instead (the scan above stays consistent).
+    if base + out + words > atomicLoad(&ctrl[CTRL_CAP]) {
+        if lid == 0u {
+            atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_OVERFLOW);
+        }
+        return;
+    }
+#endif
     for (var i = lid; i < words; i += WG) {
-        vals_out[out + i] = atomicLoad(&stage[i]);
+        put_val(out + i, atomicLoad(&stage[i]));
     }
 }
 
-// One thread, after the last chunk: writes the header from the scan state.
+// One thread, after the last chunk: writes the header from the scan state. In arena mode it also
+// commits the slot: on success the arena head moves past the tensor, on failure it stays and the
+// failure is recorded for the step.
 @compute @workgroup_size(1)
 fn finish() {
     var value_words = 0u;
     if p.tiles > 0u {
         value_words = p.val_base + (atomicLoad(&scan[SCAN_TILES + p.tiles - 1u]) & VALUE_BITS);
     }
+    var status = atomicLoad(&scan[SCAN_STATUS]);
+#if ARENA
+    base = atomicLoad(&ctrl[p.slot + SLOT_BASE]);
+    status |= atomicLoad(&ctrl[p.slot + SLOT_STATUS]);
+    atomicStore(&ctrl[p.slot + SLOT_STATUS], status);
+    atomicStore(&ctrl[p.slot + SLOT_WORDS], value_words);
+    if (status & STATUS_OVERFLOW) != 0u {
+        atomicOr(&ctrl[CTRL_FAILED], status);
+        // What the tensor would have needed, so the host can size the arena.
+        atomicMax(&ctrl[CTRL_HIGH], base + p.values_offset + value_words);
+        return;
+    }
+    if status != 0u {
+        atomicOr(&ctrl[CTRL_FAILED], status);
+    }
+    let end = (base + p.values_offset + value_words + 3u) & ~3u; // next tensor 16-byte aligned
+    atomicStore(&ctrl[CTRL_HEAD], end);
+    atomicMax(&ctrl[CTRL_HIGH], end);
+#endif
     let h = p.hdr_idx;
-    atomicStore(&head[h + 0u], 0x54505342u); // "BSPT"
-    atomicStore(&head[h + 1u], p.info);
-    atomicStore(&head[h + 2u], p.n_lo);
-    atomicStore(&head[h + 3u], p.n_hi);
-    atomicStore(&head[h + 4u], value_words);
-    atomicStore(&head[h + 5u], atomicLoad(&scan[SCAN_STATUS]));
-    atomicStore(&head[h + 6u], 0u);
-    atomicStore(&head[h + 7u], 0u);
+    put_head(h + 0u, 0x54505342u); // "BSPT"
+    put_head(h + 1u, p.info);
+    put_head(h + 2u, p.n_lo);
+    put_head(h + 3u, p.n_hi);
+    put_head(h + 4u, value_words);
+    put_head(h + 5u, status);
+    put_head(h + 6u, 0u);
+    put_head(h + 7u, 0u);
 }

@@ -21,23 +21,67 @@ struct Params {
     _pad0: u32,
     _pad1: u32,
     _pad2: u32,
+    slot: u32,        // arena mode: word index in `ctrl` of the slot descriptor
+    act: u32,         // fused backward: 0 relu, 1 relu²
+    write_a: u32,     // fused backward: 1 to also write the dense activation
+    _pad3: u32,
 }
 
-@group(0) @binding(0) var<storage, read> head: array<u32>;
-@group(0) @binding(1) var<storage, read> mask_in: array<u32>;
-@group(0) @binding(2) var<storage, read> vals_in: array<u32>;
 @group(0) @binding(3) var<storage, read_write> dst4: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> dst_tail: array<u32>;
 @group(0) @binding(5) var<uniform> p: Params;
+
+#include "lib/arena_ctrl.wgsl"
+
+#if ARENA
+// Arena mode: the stream lives in the arena at the word offset recorded in its slot descriptor.
+@group(0) @binding(0) var<storage, read> arena: array<u32>;
+@group(0) @binding(6) var<storage, read_write> ctrl: array<atomic<u32>>;
+var<private> base: u32;
+fn get_head(i: u32) -> u32 { return arena[base + i]; }
+fn get_mask(i: u32) -> u32 { return arena[base + i]; }
+fn get_val(i: u32) -> u32 { return arena[base + i]; }
+#else
+@group(0) @binding(0) var<storage, read> head: array<u32>;
+@group(0) @binding(1) var<storage, read> mask_in: array<u32>;
+@group(0) @binding(2) var<storage, read> vals_in: array<u32>;
+fn get_head(i: u32) -> u32 { return head[i]; }
+fn get_mask(i: u32) -> u32 { return mask_in[i]; }
+fn get_val(i: u32) -> u32 { return vals_in[i]; }
+#endif
+
+#if FUSED_BWD
+// Fused backward (BF16 only): `dst` receives dL/dz computed from the decoded r and g = dL/da, and
+// optionally `a4`/`a_tail` the dense activation a (r or r²) that the dW2 GEMM needs.
+#include "lib/act.wgsl"
+@group(0) @binding(7) var<storage, read> g4: array<vec4<u32>>;
+@group(0) @binding(8) var<storage, read> g_tail: array<u32>;
+@group(0) @binding(9) var<storage, read_write> a4: array<vec4<u32>>;
+@group(0) @binding(10) var<storage, read_write> a_tail: array<u32>;
+
+fn load_g(tile: u32, q: u32) -> vec4<u32> {
+    if tile < p.full_tiles {
+        return g4[tile * VECS_PER_TILE + q];
+    }
+    var v = vec4<u32>(0u);
+    let words = (p.tail_len * BITS + 31u) / 32u;
+    for (var k = 0u; k < 4u; k++) {
+        if q * 4u + k < words {
+            v[k] = g_tail[q * 4u + k];
+        }
+    }
+    return v;
+}
+#endif
 
 // Value `k` (in the tile's stream starting at word `base`) of `width` bits.
 fn read_value(base: u32, k: u32, width: u32) -> u32 {
     let pos = k * width;
     let w = base + (pos >> 5u);
     let sh = pos & 31u;
-    var x = vals_in[w] >> sh;
+    var x = get_val(w) >> sh;
     if sh + width > 32u {
-        x |= vals_in[w + 1u] << (32u - sh);
+        x |= get_val(w + 1u) << (32u - sh);
     }
     return x & ((1u << width) - 1u);
 }
@@ -59,9 +103,24 @@ fn decompress(
     let sg_size = 1u;
 #endif
     let tile = wid.y * nwg.x + wid.x;
-    if tile >= p.tiles || head[p.hdr_idx + 5u] != 0u {
+#if ARENA
+    base = atomicLoad(&ctrl[p.slot + SLOT_BASE]);
+    let status = atomicLoad(&ctrl[p.slot + SLOT_STATUS]);
+    if status != 0u {
+        // An invalid tensor (overflowed, sign error): write nothing, and say so.
+        if tile == 0u && lid == 0u {
+            atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_SKIPPED);
+        }
         return;
     }
+    if tile >= p.tiles {
+        return;
+    }
+#else
+    if tile >= p.tiles || get_head(p.hdr_idx + 5u) != 0u {
+        return;
+    }
+#endif
     let li = logical_index(lid, sg_id, sg_lane, sg_size);
     let width = BITS - p.sign_pack;
     let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
@@ -73,13 +132,13 @@ fn decompress(
         let mw = mask_word_of(r, li);
         var bits = 0u;
         if mw * 32u < tile_len {
-            bits = (mask_in[p.mask_idx + tile * TILE_MASK_WORDS + mw] >> mask_shift_of(li)) & ((1u << EPV) - 1u);
+            bits = (get_mask(p.mask_idx + tile * TILE_MASK_WORDS + mw) >> mask_shift_of(li)) & ((1u << EPV) - 1u);
         }
         m[r] = bits;
         counts[r] = countOneBits(bits);
     }
     let s = wg_scan(counts, li, sg_lane, sg_size);
-    let base = p.val_idx + (head[p.table_idx + tile] - p.val_base);
+    let vbase = p.val_idx + (get_head(p.table_idx + tile) - p.val_base);
 
     var before = 0u;
     for (var r = 0u; r < ROUNDS; r++) {
@@ -90,11 +149,31 @@ fn decompress(
         while bits != 0u {
             let j = firstTrailingBit(bits);
             bits &= bits - 1u;
-            let x = read_value(base, k, width);
+            let x = read_value(vbase, k, width);
             v[j / EPW] |= x << ((j % EPW) * BITS);
             k++;
         }
         before += s.total[r];
+#if FUSED_BWD
+        let g = load_g(tile, q);
+        if p.write_a != 0u {
+            let a = act_vec(v, p.act);
+            if tile < p.full_tiles {
+                a4[tile * VECS_PER_TILE + q] = a;
+            } else {
+                for (var k4 = 0u; k4 < 4u; k4++) {
+                    let w = q * 4u + k4;
+                    let first = w * EPW;
+                    if first < p.tail_len {
+                        let n_in = min(p.tail_len - first, EPW);
+                        let keep = select(~((1u << (n_in * BITS)) - 1u), 0u, n_in == EPW);
+                        a_tail[w] = (a_tail[w] & keep) | (a[k4] & ~keep);
+                    }
+                }
+            }
+        }
+        v = grad_vec(v, g, p.act);
+#endif
         if tile < p.full_tiles {
             dst4[tile * VECS_PER_TILE + q] = v;
         } else {
@@ -110,7 +189,7 @@ fn decompress(
                         dst_tail[w] = v[k4];
                     } else {
                         let keep = ~((1u << (n_in * BITS)) - 1u);
-                        dst_tail[w] = (dst_tail[w] & keep) | v[k4];
+                        dst_tail[w] = (dst_tail[w] & keep) | (v[k4] & ~keep);
                     }
                 }
             }

@@ -12,7 +12,7 @@ use wgpu::util::DeviceExt;
 use crate::error::{Error, Result};
 use crate::format::{self, DType, Layout, Options, TILE};
 pub use crate::kernels::Path;
-use crate::kernels::Kernels;
+use crate::kernels::{Kernels, Variant};
 
 /// A byte range of a buffer: what the codec reads or writes. The buffer needs `STORAGE` usage; `offset`
 /// must be a multiple of the device's `min_storage_buffer_offset_alignment`; the buffer must extend to
@@ -96,6 +96,11 @@ struct Params {
     info: u32,
     n_lo: u32,
     n_hi: u32,
+    slot: u32,
+    act: u32,
+    /// compress: words before the values section (arena commit); decompress: `write_a` of the fused backward.
+    values_offset: u32,
+    _pad: u32,
 }
 
 /// Scan state words before the per-tile status words (see `shaders/compress.wgsl`).
@@ -111,6 +116,8 @@ struct Inner {
     scan: Mutex<Option<wgpu::Buffer>>,
     dummy_ro: wgpu::Buffer,
     dummy_rw: wgpu::Buffer,
+    dummy_rw2: wgpu::Buffer,
+    dummy_rw3: wgpu::Buffer,
 }
 
 /// The GPU codec of one device. Cheap to clone.
@@ -161,6 +168,8 @@ impl Codec {
         };
         let dummy_ro = dummy("bitsparse.dummy_ro", wgpu::BufferUsages::STORAGE);
         let dummy_rw = dummy("bitsparse.dummy_rw", wgpu::BufferUsages::STORAGE);
+        let dummy_rw2 = dummy("bitsparse.dummy_rw2", wgpu::BufferUsages::STORAGE);
+        let dummy_rw3 = dummy("bitsparse.dummy_rw3", wgpu::BufferUsages::STORAGE);
         Ok(Codec {
             inner: Arc::new(Inner {
                 device: device.clone(),
@@ -171,6 +180,8 @@ impl Codec {
                 scan: Mutex::new(None),
                 dummy_ro,
                 dummy_rw,
+                dummy_rw2,
+                dummy_rw3,
             }),
         })
     }
@@ -283,6 +294,26 @@ impl Codec {
         output: BufferRange<'_>,
     ) -> Result<Compressed> {
         let layout = Layout::new(dtype, n, options)?;
+        self.check_range("compress output", &output)?;
+        if output.size < layout.capacity_bytes() {
+            return Err(Error::RangeTooSmall { what: "compress output", need: layout.capacity_bytes(), got: output.size });
+        }
+        if input.buffer == output.buffer {
+            return Err(Error::InvalidArgument("compress input and output must be in different buffers".into()));
+        }
+        let placement = self.record_compress(encoder, input, &layout, Target::Plain(output))?;
+        Ok(Compressed { layout, buffer: output.buffer.clone(), offset: output.offset, size: output.size, placement })
+    }
+
+    /// Records a compress into `target`; shared by the plain API and the arena.
+    pub(crate) fn record_compress(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        input: BufferRange<'_>,
+        layout: &Layout,
+        target: Target<'_>,
+    ) -> Result<Placement> {
+        let (dtype, n) = (layout.dtype, layout.n);
         if input.size != layout.dense_bytes() {
             return Err(Error::InvalidArgument(format!(
                 "input range of {} bytes does not hold {n} {dtype} elements ({} bytes)",
@@ -291,56 +322,86 @@ impl Codec {
             )));
         }
         self.check_range("compress input", &input)?;
-        self.check_range("compress output", &output)?;
-        if output.size < layout.capacity_bytes() {
-            return Err(Error::RangeTooSmall { what: "compress output", need: layout.capacity_bytes(), got: output.size });
-        }
-        if input.buffer == output.buffer {
-            return Err(Error::InvalidArgument("compress input and output must be in different buffers".into()));
+        let fused = match &target {
+            Target::Arena { fused: Some((_, a)), .. } => {
+                self.check_range("fused forward output", a)?;
+                if a.size != layout.dense_bytes() {
+                    return Err(Error::InvalidArgument("fused forward output must have the input's size".into()));
+                }
+                true
+            }
+            _ => false,
+        };
+        let arena = matches!(target, Target::Arena { .. });
+        if let Target::Arena { arena, .. } = &target {
+            if input.buffer == *arena {
+                return Err(Error::InvalidArgument("the input must not live in the arena buffer".into()));
+            }
         }
         let chunk_tiles = self.chunk_tiles(dtype);
-        let chunks = Self::chunks(&layout, chunk_tiles);
+        let chunks = Self::chunks(layout, chunk_tiles);
         let placement = if chunks.len() > 1 { Placement::Chunked { chunk_tiles } } else { Placement::Compact };
-        let k = self.inner.kernels.width(dtype.bits());
+        let k = self.inner.kernels.get(Variant { compress: true, bits8: dtype.bits() == 8, arena, fused })?;
         let eb = dtype.bytes();
         let scan = self.scan_buffer(SCAN_HEAD_WORDS + chunk_tiles.min(layout.tiles.max(1)));
         let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
-        let meta = wgpu::BufferBinding { buffer: output.buffer, offset: output.offset, size: wgpu::BufferSize::new(meta_words * 4) };
-
+        let (slot, act) = match &target {
+            Target::Arena { slot_word, fused, .. } => (*slot_word, fused.as_ref().map(|f| f.0).unwrap_or(0)),
+            Target::Plain(_) => (0, 0),
+        };
         let mut base_params = Params {
-            sign_pack: options.sign_pack as u32,
+            sign_pack: layout.options.sign_pack as u32,
             info: layout.info_word(),
             n_lo: n as u32,
             n_hi: (n >> 32) as u32,
+            slot,
+            act,
+            values_offset: layout.values_offset as u32,
             ..Default::default()
         };
-        let device = &self.inner.device;
+        let ro = self.inner.dummy_ro.as_entire_buffer_binding();
+        let rw = self.inner.dummy_rw.as_entire_buffer_binding();
+        // Bindings common to every chunk, by target.
+        let fixed: Vec<(u32, wgpu::BufferBinding<'_>)> = match &target {
+            Target::Plain(output) => vec![(
+                2,
+                wgpu::BufferBinding { buffer: output.buffer, offset: output.offset, size: wgpu::BufferSize::new(meta_words * 4) },
+            )],
+            Target::Arena { arena, ctrl, .. } => vec![(2, arena.as_entire_buffer_binding()), (7, ctrl.as_entire_buffer_binding())],
+        };
         let mut last_bind = None;
         for (ci, c) in chunks.iter().enumerate() {
             // The scan state is per chunk; status bits (word 0) accumulate over the chunks.
             let clear_from = if ci == 0 { 0 } else { 4 };
             encoder.clear_buffer(&scan, clear_from, Some((SCAN_HEAD_WORDS + c.tiles) * 4 - clear_from));
-            let in_start = input.offset + c.first * TILE as u64 * eb;
-            let src4 = if c.full_tiles > 0 {
-                wgpu::BufferBinding { buffer: input.buffer, offset: in_start, size: wgpu::BufferSize::new(c.full_tiles * TILE as u64 * eb) }
-            } else {
-                self.inner.dummy_ro.as_entire_buffer_binding()
-            };
-            let src_tail = if c.tail_len > 0 {
-                let off = in_start + c.full_tiles * TILE as u64 * eb;
-                wgpu::BufferBinding { buffer: input.buffer, offset: off, size: wgpu::BufferSize::new((c.tail_len * eb).div_ceil(4) * 4) }
-            } else {
-                self.inner.dummy_ro.as_entire_buffer_binding()
-            };
+            let (src4, src_tail) = self.dense_windows(&input, c, eb, &ro);
             let elems = c.full_tiles * TILE as u64 + c.tail_len;
-            let (mask_b, mask_idx) = self.window(
-                output.buffer,
-                output.offset + (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) * 4,
-                elems.div_ceil(32),
-            );
             let val_base = layout.chunk_value_base(c.first);
-            let cap: u64 = (c.first..c.first + c.tiles).map(|t| layout.tile_capacity_words(t)).sum();
-            let (vals_b, val_idx) = self.window(output.buffer, output.offset + (layout.values_offset + val_base) * 4, cap);
+            let mut entries: Vec<(u32, wgpu::BufferBinding<'_>)> = vec![(0, src4), (1, src_tail), (5, scan.as_entire_buffer_binding())];
+            entries.extend(fixed.iter().cloned());
+            let (mask_idx, val_idx) = match &target {
+                Target::Plain(output) => {
+                    let (mask_b, mask_idx) = self.window(
+                        output.buffer,
+                        output.offset + (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) * 4,
+                        elems.div_ceil(32),
+                    );
+                    let cap: u64 = (c.first..c.first + c.tiles).map(|t| layout.tile_capacity_words(t)).sum();
+                    let (vals_b, val_idx) = self.window(output.buffer, output.offset + (layout.values_offset + val_base) * 4, cap);
+                    entries.extend([(3, mask_b), (4, vals_b)]);
+                    (mask_idx, val_idx)
+                }
+                Target::Arena { fused, .. } => {
+                    if let Some((_, a)) = fused {
+                        let (a4, a_tail) = self.dense_windows(a, c, eb, &rw);
+                        entries.extend([(8, a4), (9, a_tail)]);
+                    }
+                    (
+                        (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) as u32,
+                        (layout.values_offset + val_base) as u32,
+                    )
+                }
+            };
             base_params = Params {
                 tiles: c.tiles as u32,
                 full_tiles: c.full_tiles as u32,
@@ -353,62 +414,84 @@ impl Codec {
                 ..base_params
             };
             let pbuf = self.params(&base_params);
-            let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("bitsparse.compress"),
-                layout: &self.inner.kernels.compress_layout,
-                entries: &[
-                    entry(0, src4),
-                    entry(1, src_tail),
-                    entry(2, meta.clone()),
-                    entry(3, mask_b),
-                    entry(4, vals_b),
-                    entry(5, scan.as_entire_buffer_binding()),
-                    entry(6, pbuf.as_entire_buffer_binding()),
-                ],
-            });
+            entries.push((6, pbuf.as_entire_buffer_binding()));
+            let bind = self.bind_group("bitsparse.compress", &k.layout, entries);
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.compress"), timestamp_writes: None });
-            pass.set_pipeline(&k.compress);
+            pass.set_pipeline(&k.main);
             pass.set_bind_group(0, &bind, &[]);
             let (x, y) = self.grid(c.tiles);
             pass.dispatch_workgroups(x, y, 1);
             drop(pass);
             last_bind = Some(bind);
         }
-        // The header, from the last chunk's scan state (or an empty tensor's).
+        // The header (and in the arena, the commit), from the last chunk's scan state (or an empty tensor's).
         let bind = match last_bind {
             Some(b) => b,
             None => {
                 encoder.clear_buffer(&scan, 0, Some(SCAN_HEAD_WORDS * 4));
                 let pbuf = self.params(&base_params);
-                let ro = self.inner.dummy_ro.as_entire_buffer_binding();
-                let rw = self.inner.dummy_rw.as_entire_buffer_binding();
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("bitsparse.compress.empty"),
-                    layout: &self.inner.kernels.compress_layout,
-                    entries: &[
-                        entry(0, ro.clone()),
-                        entry(1, ro),
-                        entry(2, meta.clone()),
-                        entry(3, rw.clone()),
-                        entry(4, rw),
-                        entry(5, scan.as_entire_buffer_binding()),
-                        entry(6, pbuf.as_entire_buffer_binding()),
-                    ],
-                })
+                let mut entries: Vec<(u32, wgpu::BufferBinding<'_>)> =
+                    vec![(0, ro.clone()), (1, ro.clone()), (5, scan.as_entire_buffer_binding()), (6, pbuf.as_entire_buffer_binding())];
+                entries.extend(fixed.iter().cloned());
+                match &target {
+                    Target::Plain(_) => entries.extend([(3, rw.clone()), (4, rw.clone())]),
+                    Target::Arena { fused: Some(_), .. } => entries.extend([(8, rw.clone()), (9, rw.clone())]),
+                    Target::Arena { .. } => {}
+                }
+                self.bind_group("bitsparse.compress.empty", &k.layout, entries)
             }
         };
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.finish"), timestamp_writes: None });
-        pass.set_pipeline(&k.finish);
+        pass.set_pipeline(k.finish.as_ref().expect("compress variants have finish"));
         pass.set_bind_group(0, &bind, &[]);
         pass.dispatch_workgroups(1, 1, 1);
         drop(pass);
-        Ok(Compressed { layout, buffer: output.buffer.clone(), offset: output.offset, size: output.size, placement })
+        Ok(placement)
+    }
+
+    /// The `(vec4 part, tail words)` bindings of a dense range for chunk `c`; `dummy` where empty.
+    fn dense_windows<'b>(&self, r: &BufferRange<'b>, c: &Chunk, eb: u64, dummy: &wgpu::BufferBinding<'b>) -> (wgpu::BufferBinding<'b>, wgpu::BufferBinding<'b>) {
+        let start = r.offset + c.first * TILE as u64 * eb;
+        let full = if c.full_tiles > 0 {
+            wgpu::BufferBinding { buffer: r.buffer, offset: start, size: wgpu::BufferSize::new(c.full_tiles * TILE as u64 * eb) }
+        } else {
+            dummy.clone()
+        };
+        let tail = if c.tail_len > 0 {
+            let off = start + c.full_tiles * TILE as u64 * eb;
+            wgpu::BufferBinding { buffer: r.buffer, offset: off, size: wgpu::BufferSize::new((c.tail_len * eb).div_ceil(4) * 4) }
+        } else {
+            dummy.clone()
+        };
+        (full, tail)
+    }
+
+    fn bind_group(&self, label: &str, layout: &wgpu::BindGroupLayout, entries: Vec<(u32, wgpu::BufferBinding<'_>)>) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = entries.into_iter().map(|(b, r)| entry(b, r)).collect();
+        self.inner.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
     }
 
     /// Records the decompression of `compressed` into the dense range `output` (exactly the tensor's
     /// dense bytes). Nothing is submitted. A stream whose header has status bits set is left unwritten.
     pub fn decompress(&self, encoder: &mut wgpu::CommandEncoder, compressed: &Compressed, output: BufferRange<'_>) -> Result<()> {
-        let layout = &compressed.layout;
+        let src = BufferRange { buffer: &compressed.buffer, offset: compressed.offset, size: compressed.size };
+        self.check_range("compressed stream", &src)?;
+        if compressed.size < compressed.layout.values_offset * 4 {
+            return Err(Error::RangeTooSmall { what: "compressed stream", need: compressed.layout.values_offset * 4, got: compressed.size });
+        }
+        self.record_decompress(encoder, Source::Plain(compressed), &compressed.layout, compressed.placement, output, None)
+    }
+
+    /// Records a decompress (or fused backward) from `source`; shared by the plain API and the arena.
+    pub(crate) fn record_decompress(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        source: Source<'_>,
+        layout: &Layout,
+        placement: Placement,
+        output: BufferRange<'_>,
+        fused: Option<FusedBackward<'_>>,
+    ) -> Result<()> {
         if output.size != layout.dense_bytes() {
             return Err(Error::InvalidArgument(format!(
                 "decompress output range of {} bytes does not hold {} {} elements ({} bytes)",
@@ -419,67 +502,94 @@ impl Codec {
             )));
         }
         self.check_range("decompress output", &output)?;
-        let src = BufferRange { buffer: &compressed.buffer, offset: compressed.offset, size: compressed.size };
-        self.check_range("compressed stream", &src)?;
-        if compressed.size < layout.values_offset * 4 {
-            return Err(Error::RangeTooSmall { what: "compressed stream", need: layout.values_offset * 4, got: compressed.size });
-        }
-        if compressed.buffer == *output.buffer {
+        let src_buffer = match &source {
+            Source::Plain(c) => &c.buffer,
+            Source::Arena { arena, .. } => *arena,
+        };
+        if src_buffer == output.buffer {
             return Err(Error::InvalidArgument("decompress input and output must be in different buffers".into()));
+        }
+        if let Some(f) = &fused {
+            for (what, r) in [("fused backward gradient", Some(&f.g)), ("fused backward activation", f.a_out.as_ref())] {
+                if let Some(r) = r {
+                    self.check_range(what, r)?;
+                    if r.size != layout.dense_bytes() {
+                        return Err(Error::InvalidArgument(format!("{what} range must hold the tensor's {} bytes", layout.dense_bytes())));
+                    }
+                }
+            }
         }
         if layout.tiles == 0 {
             return Ok(());
         }
         let eb = layout.dtype.bytes();
-        let chunk_tiles = match compressed.placement {
+        let chunk_tiles = match placement {
             Placement::Chunked { chunk_tiles } => chunk_tiles,
             Placement::Compact => self.chunk_tiles(layout.dtype),
         };
         if chunk_tiles == 0 || chunk_tiles * TILE as u64 * eb + self.inner.align > self.inner.max_binding {
             return Err(Error::Unsupported(format!("chunks of {chunk_tiles} tiles do not fit this device's bindings")));
         }
-        let available_value_words = compressed.size / 4 - layout.values_offset;
-        if let Placement::Compact = compressed.placement {
+        let arena = matches!(source, Source::Arena { .. });
+        let available_value_words = match &source {
+            Source::Plain(c) => c.size / 4 - layout.values_offset,
+            Source::Arena { .. } => layout.values_capacity,
+        };
+        if let (Placement::Compact, Source::Plain(_)) = (placement, &source) {
             if available_value_words.min(layout.values_capacity) * 4 + self.inner.align > self.inner.max_binding {
                 return Err(Error::Unsupported(
                     "compact stream's values section is larger than one binding: decompress it in pieces (host::decompress_to_vec does)".into(),
                 ));
             }
         }
-        let k = self.inner.kernels.width(layout.dtype.bits());
-        let device = &self.inner.device;
+        let k = self.inner.kernels.get(Variant { compress: false, bits8: layout.dtype.bits() == 8, arena, fused: fused.is_some() })?;
         let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
-        let meta = wgpu::BufferBinding { buffer: src.buffer, offset: src.offset, size: wgpu::BufferSize::new(meta_words * 4) };
+        let rw = self.inner.dummy_rw.as_entire_buffer_binding();
+        let (slot, act, write_a) = match (&source, &fused) {
+            (Source::Arena { slot_word, .. }, Some(f)) => (*slot_word, f.act, f.a_out.is_some() as u32),
+            (Source::Arena { slot_word, .. }, None) => (*slot_word, 0, 0),
+            _ => (0, 0, 0),
+        };
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.decompress"), timestamp_writes: None });
-        pass.set_pipeline(&k.decompress);
+        pass.set_pipeline(&k.main);
         for c in Self::chunks(layout, chunk_tiles) {
             let elems = c.full_tiles * TILE as u64 + c.tail_len;
-            let (mask_b, mask_idx) = self.window(
-                src.buffer,
-                src.offset + (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) * 4,
-                elems.div_ceil(32),
-            );
-            let (win_base, win_words) = match compressed.placement {
-                Placement::Chunked { .. } => {
-                    let cap: u64 = (c.first..c.first + c.tiles).map(|t| layout.tile_capacity_words(t)).sum();
-                    (layout.chunk_value_base(c.first), cap)
+            let (dst4, dst_tail) = self.dense_windows(&output, &c, eb, &rw);
+            let mut entries = vec![(3, dst4), (4, dst_tail)];
+            let (mask_idx, val_idx, win_base) = match &source {
+                Source::Plain(cmp) => {
+                    let meta = wgpu::BufferBinding { buffer: &cmp.buffer, offset: cmp.offset, size: wgpu::BufferSize::new(meta_words * 4) };
+                    let (mask_b, mask_idx) = self.window(
+                        &cmp.buffer,
+                        cmp.offset + (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) * 4,
+                        elems.div_ceil(32),
+                    );
+                    let (win_base, win_words) = match placement {
+                        Placement::Chunked { .. } => {
+                            let cap: u64 = (c.first..c.first + c.tiles).map(|t| layout.tile_capacity_words(t)).sum();
+                            (layout.chunk_value_base(c.first), cap)
+                        }
+                        Placement::Compact => (0, available_value_words.min(layout.values_capacity)),
+                    };
+                    let win_words = win_words.min(available_value_words.saturating_sub(win_base));
+                    let (vals_b, val_idx) = self.window(&cmp.buffer, cmp.offset + (layout.values_offset + win_base) * 4, win_words);
+                    entries.extend([(0, meta), (1, mask_b), (2, vals_b)]);
+                    (mask_idx, val_idx, win_base)
                 }
-                Placement::Compact => (0, available_value_words.min(layout.values_capacity)),
+                Source::Arena { arena, ctrl, .. } => {
+                    entries.extend([(0, arena.as_entire_buffer_binding()), (6, ctrl.as_entire_buffer_binding())]);
+                    ((layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) as u32, layout.values_offset as u32, 0)
+                }
             };
-            let win_words = win_words.min(available_value_words.saturating_sub(win_base));
-            let (vals_b, val_idx) = self.window(src.buffer, src.offset + (layout.values_offset + win_base) * 4, win_words);
-            let out_start = output.offset + c.first * TILE as u64 * eb;
-            let dst4 = if c.full_tiles > 0 {
-                wgpu::BufferBinding { buffer: output.buffer, offset: out_start, size: wgpu::BufferSize::new(c.full_tiles * TILE as u64 * eb) }
-            } else {
-                self.inner.dummy_rw.as_entire_buffer_binding()
-            };
-            let dst_tail = if c.tail_len > 0 {
-                let off = out_start + c.full_tiles * TILE as u64 * eb;
-                wgpu::BufferBinding { buffer: output.buffer, offset: off, size: wgpu::BufferSize::new((c.tail_len * eb).div_ceil(4) * 4) }
-            } else {
-                self.inner.dummy_rw.as_entire_buffer_binding()
-            };
+            if let Some(f) = &fused {
+                let ro = self.inner.dummy_ro.as_entire_buffer_binding();
+                let (g4, g_tail) = self.dense_windows(&f.g, &c, eb, &ro);
+                let (a4, a_tail) = match &f.a_out {
+                    Some(a) => self.dense_windows(a, &c, eb, &rw),
+                    None => (self.inner.dummy_rw2.as_entire_buffer_binding(), self.inner.dummy_rw3.as_entire_buffer_binding()),
+                };
+                entries.extend([(7, g4), (8, g_tail), (9, a4), (10, a_tail)]);
+            }
             let p = Params {
                 tiles: c.tiles as u32,
                 full_tiles: c.full_tiles as u32,
@@ -490,27 +600,47 @@ impl Codec {
                 val_idx,
                 val_base: win_base as u32,
                 hdr_idx: 0,
+                slot,
+                act,
+                values_offset: write_a,
                 ..Default::default()
             };
             let pbuf = self.params(&p);
-            let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("bitsparse.decompress"),
-                layout: &self.inner.kernels.decompress_layout,
-                entries: &[
-                    entry(0, meta.clone()),
-                    entry(1, mask_b),
-                    entry(2, vals_b),
-                    entry(3, dst4),
-                    entry(4, dst_tail),
-                    entry(5, pbuf.as_entire_buffer_binding()),
-                ],
-            });
+            entries.push((5, pbuf.as_entire_buffer_binding()));
+            let bind = self.bind_group("bitsparse.decompress", &k.layout, entries);
             pass.set_bind_group(0, &bind, &[]);
             let (x, y) = self.grid(c.tiles);
             pass.dispatch_workgroups(x, y, 1);
         }
         Ok(())
     }
+}
+
+/// Where a compress writes.
+pub(crate) enum Target<'a> {
+    /// A caller's stream range.
+    Plain(BufferRange<'a>),
+    /// The arena, at the base recorded in slot descriptor `slot_word` of `ctrl`; with the fused forward
+    /// `(activation code, dense output)` when set.
+    Arena { arena: &'a wgpu::Buffer, ctrl: &'a wgpu::Buffer, slot_word: u32, fused: Option<(u32, BufferRange<'a>)> },
+}
+
+/// Where a decompress reads.
+pub(crate) enum Source<'a> {
+    /// A caller's stream.
+    Plain(&'a Compressed),
+    /// The arena slot descriptor `slot_word` of `ctrl`.
+    Arena { arena: &'a wgpu::Buffer, ctrl: &'a wgpu::Buffer, slot_word: u32 },
+}
+
+/// The fused backward's extra operands.
+pub(crate) struct FusedBackward<'a> {
+    /// 0 ReLU, 1 ReLU².
+    pub act: u32,
+    /// g = dL/da.
+    pub g: BufferRange<'a>,
+    /// Where to write the dense a, if wanted.
+    pub a_out: Option<BufferRange<'a>>,
 }
 
 fn entry(binding: u32, b: wgpu::BufferBinding<'_>) -> wgpu::BindGroupEntry<'_> {

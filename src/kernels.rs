@@ -1,7 +1,11 @@
-//! Compute pipelines of the codec, built once per device, with explicit bind-group layouts.
+//! Compute pipelines of the codec, built once per device and variant, with explicit bind-group layouts.
 //!
-//! Variants are chosen textually (see [`crate::shaders`]): `BITS8` for 8-bit element types and
-//! `SUBGROUP` for the fast path where the device has `Features::SUBGROUP`.
+//! Variants are chosen textually (see [`crate::shaders`]): `BITS8` for 8-bit element types, `SUBGROUP`
+//! for the fast path where the device has `Features::SUBGROUP`, `ARENA` for streams inside the GPU arena
+//! (their position is known only on the GPU), `FUSED_FWD` / `FUSED_BWD` for the fused activation kernels.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::shaders;
@@ -75,91 +79,124 @@ pub fn pipeline(
         entry_point: Some(entry),
         compilation_options: wgpu::PipelineCompilationOptions {
             constants,
-            // Every workgroup variable is written before it is read; wgpu's zeroing would cost occupancy time.
+            // Every workgroup variable is written before it is read; wgpu's zeroing would cost time.
             zero_initialize_workgroup_memory: false,
         },
         cache: None,
     })
 }
 
-/// Pipelines for one element width.
-#[derive(Debug)]
-pub struct WidthKernels {
-    /// `compress.wgsl:compress`.
-    pub compress: wgpu::ComputePipeline,
-    /// `compress.wgsl:finish`.
-    pub finish: wgpu::ComputePipeline,
-    /// `decompress.wgsl:decompress`.
-    pub decompress: wgpu::ComputePipeline,
+/// Which codec kernel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Variant {
+    /// `true`: compress.wgsl (`compress` + `finish`); `false`: decompress.wgsl.
+    pub compress: bool,
+    /// 8-bit elements.
+    pub bits8: bool,
+    /// Stream inside the arena.
+    pub arena: bool,
+    /// Fused forward (compress) or fused backward (decompress); needs `arena`.
+    pub fused: bool,
 }
 
-/// All codec pipelines of a device.
+/// A built variant: its layout and pipelines.
+#[derive(Debug)]
+pub struct Built {
+    /// The explicit bind-group layout.
+    pub layout: wgpu::BindGroupLayout,
+    /// `compress` or `decompress`.
+    pub main: wgpu::ComputePipeline,
+    /// `finish` (compress variants only).
+    pub finish: Option<wgpu::ComputePipeline>,
+}
+
+/// All codec pipelines of a device, built on first use of each variant and kept.
 #[derive(Debug)]
 pub struct Kernels {
-    /// The path they were built for.
+    /// The path they are built for.
     pub path: Path,
-    /// Layout of `compress` and `finish`.
-    pub compress_layout: wgpu::BindGroupLayout,
-    /// Layout of `decompress`.
-    pub decompress_layout: wgpu::BindGroupLayout,
-    /// 16-bit element pipelines.
-    pub w16: WidthKernels,
-    /// 8-bit element pipelines.
-    pub w8: WidthKernels,
+    device: wgpu::Device,
+    spin_limit: u32,
+    cache: Mutex<HashMap<Variant, Arc<Built>>>,
 }
 
 impl Kernels {
-    /// Builds every pipeline, catching validation errors as [`Error::Wgpu`].
+    /// Builds the plain codec variants now (so errors surface at construction).
     pub fn new(device: &wgpu::Device, path: Path, spin_limit: Option<u32>) -> Result<Kernels> {
         if path == Path::Subgroup && !device.features().contains(wgpu::Features::SUBGROUP) {
             return Err(Error::Unsupported("the subgroup path needs Features::SUBGROUP".into()));
         }
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let compress_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("bitsparse.compress"),
-            entries: &[
-                storage(0, true),
-                storage(1, true),
-                storage(2, false),
-                storage(3, false),
-                storage(4, false),
-                storage(5, false),
-                uniform(6),
-            ],
-        });
-        let decompress_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("bitsparse.decompress"),
-            entries: &[storage(0, true), storage(1, true), storage(2, true), storage(3, false), storage(4, false), uniform(5)],
-        });
-        let spin = [("SPIN_LIMIT", spin_limit.unwrap_or(64) as f64)];
-        let build = |bits8: bool| {
-            let mut defs = Vec::new();
-            if bits8 {
-                defs.push("BITS8");
+        let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), cache: Mutex::new(HashMap::new()) };
+        for compress in [true, false] {
+            for bits8 in [false, true] {
+                k.get(Variant { compress, bits8, arena: false, fused: false })?;
             }
-            if path == Path::Subgroup {
-                defs.push("SUBGROUP");
-            }
-            WidthKernels {
-                compress: pipeline(device, "compress.wgsl", "compress", &defs, &compress_layout, &spin),
-                finish: pipeline(device, "compress.wgsl", "finish", &defs, &compress_layout, &[]),
-                decompress: pipeline(device, "decompress.wgsl", "decompress", &defs, &decompress_layout, &[]),
-            }
-        };
-        let w16 = build(false);
-        let w8 = build(true);
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Wgpu(format!("building the codec pipelines failed: {e}")));
         }
-        Ok(Kernels { path, compress_layout, decompress_layout, w16, w8 })
+        Ok(k)
     }
 
-    /// The pipelines for elements of `bits` bits.
-    pub fn width(&self, bits: u32) -> &WidthKernels {
-        if bits == 8 {
-            &self.w8
-        } else {
-            &self.w16
+    /// The pipelines of `v`, built on first request.
+    pub fn get(&self, v: Variant) -> Result<Arc<Built>> {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = cache.get(&v) {
+            return Ok(b.clone());
         }
+        let b = Arc::new(self.build(v)?);
+        cache.insert(v, b.clone());
+        Ok(b)
+    }
+
+    fn build(&self, v: Variant) -> Result<Built> {
+        let device = &self.device;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut entries = Vec::new();
+        if v.compress {
+            entries.extend([storage(0, true), storage(1, true), storage(2, false), storage(5, false), uniform(6)]);
+            if v.arena {
+                entries.push(storage(7, false));
+            } else {
+                entries.extend([storage(3, false), storage(4, false)]);
+            }
+            if v.fused {
+                entries.extend([storage(8, false), storage(9, false)]);
+            }
+        } else {
+            entries.extend([storage(0, true), storage(3, false), storage(4, false), uniform(5)]);
+            if v.arena {
+                entries.push(storage(6, false));
+            } else {
+                entries.extend([storage(1, true), storage(2, true)]);
+            }
+            if v.fused {
+                entries.extend([storage(7, true), storage(8, true), storage(9, false), storage(10, false)]);
+            }
+        }
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("bitsparse.codec"), entries: &entries });
+        let mut defs = Vec::new();
+        for (on, name) in [
+            (v.bits8, "BITS8"),
+            (self.path == Path::Subgroup, "SUBGROUP"),
+            (v.arena, "ARENA"),
+            (v.fused && v.compress, "FUSED_FWD"),
+            (v.fused && !v.compress, "FUSED_BWD"),
+        ] {
+            if on {
+                defs.push(name);
+            }
+        }
+        let built = if v.compress {
+            let spin = [("SPIN_LIMIT", self.spin_limit as f64)];
+            Built {
+                main: pipeline(device, "compress.wgsl", "compress", &defs, &layout, &spin),
+                finish: Some(pipeline(device, "compress.wgsl", "finish", &defs, &layout, &[])),
+                layout,
+            }
+        } else {
+            Built { main: pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &[]), finish: None, layout }
+        };
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Wgpu(format!("building codec pipeline {v:?} failed: {e}")));
+        }
+        Ok(built)
     }
 }
