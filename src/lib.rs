@@ -8,6 +8,7 @@
 //! `CommandEncoder` and takes `(buffer, offset, size)` ranges. Helpers that submit and read back live in
 //! [`host`] and [`context`] and are for tests, tools and the CLI, not for the training path.
 
+pub mod bench;
 pub mod container;
 pub mod context;
 pub mod cpu;

@@ -1,0 +1,40 @@
+// Bandwidth reference for the benchmarks: copies `params.words4` vec4<u32> from `src` to `dst`.
+//
+// Why a shader and not `copy_buffer_to_buffer`: on the H200 wgpu's buffer copy ran at 0.85 TB/s against
+// 4.27 TB/s for this kind of shader (see shared/DEVICE.md), and the codec's kernels are shaders too, so the
+// copy they are compared with must be the fastest a shader gets.
+//
+// One vec4 (16 bytes) per invocation. The grid may be 2-D because a dimension holds at most 65535
+// workgroups (201M BF16 elements need ~98k workgroups of 256); the linear index is rebuilt from (x, y).
+// The grid-stride loop keeps the shader correct for any grid the host chooses, though the host sizes
+// the grid to cover every word so the loop normally runs once.
+
+struct Params {
+    words4: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+@group(0) @binding(2) var<uniform> params: Params;
+
+const WG: u32 = 256u;
+
+@compute @workgroup_size(256)
+fn copy(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let stride = nwg.x * nwg.y * WG;
+    var i = (wid.y * nwg.x + wid.x) * WG + lid;
+    loop {
+        if i >= params.words4 {
+            break;
+        }
+        dst[i] = src[i];
+        i += stride;
+    }
+}

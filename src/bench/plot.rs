@@ -1,0 +1,191 @@
+//! The two SVG plots of a run, drawn with plotters at the largest size measured (the headline shape on a
+//! GPU): throughput against density per op, and compression ratio against density beside the entropy
+//! bound's ratio.
+
+use plotters::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::format::{entropy_bound_bits, DType};
+
+use super::op::Op;
+use super::report::{human, BenchReport, Row};
+
+const SIZE: (u32, u32) = (1000, 640);
+
+fn plot_err<E: std::fmt::Display>(e: E) -> Error {
+    Error::Io(std::io::Error::other(format!("plotting: {e}")))
+}
+
+/// Rows at the largest element count, and that count.
+fn headline(report: &BenchReport) -> (u64, Vec<&Row>) {
+    let n = report.rows.iter().map(|r| r.elements).max().unwrap_or(0);
+    (n, report.rows.iter().filter(|r| r.elements == n && r.density > 0.0).collect())
+}
+
+/// Series of (x = density, y) keyed by a label, points sorted by density.
+fn series<'a>(rows: &[&'a Row], y: impl Fn(&Row) -> Option<f64>) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for r in rows {
+        let Some(v) = y(r).filter(|v| v.is_finite() && *v > 0.0) else { continue };
+        let label = if r.op.uses_sign_pack() {
+            format!("{} {}{}", r.op, r.dtype, if r.sign_pack { " sign-packed" } else { "" })
+        } else {
+            format!("{} {}", r.op, r.dtype)
+        };
+        match out.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, pts)) => pts.push((r.density, v)),
+            None => out.push((label, vec![(r.density, v)])),
+        }
+    }
+    for (_, pts) in &mut out {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    out
+}
+
+fn x_range(rows: &[&Row]) -> std::ops::Range<f64> {
+    let lo = rows.iter().map(|r| r.density).fold(f64::INFINITY, f64::min);
+    let hi = rows.iter().map(|r| r.density).fold(0.0, f64::max);
+    if lo.is_finite() && hi > 0.0 {
+        lo * 0.8..hi * 1.25
+    } else {
+        0.005..0.6
+    }
+}
+
+fn empty_svg(title: &str) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        root.draw(&Text::new(format!("{title}: no rows"), (40, 40), ("sans-serif", 20))).map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// Throughput (GB/s of the bytes that must move) against density, one line per op, dtype and sign mode.
+pub fn throughput_svg(report: &BenchReport) -> Result<String> {
+    let (n, rows) = headline(report);
+    let data = series(&rows, |r| Some(r.gbps));
+    if data.is_empty() {
+        return empty_svg("throughput");
+    }
+    let ymax = data.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).fold(0.0, f64::max) * 1.15;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let caption = format!("{} ({}): throughput at {} elements", report.adapter.name, report.adapter.backend, human(n));
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x_range(&rows).log_scale(), 0.0..ymax)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("density (nonzeros / elements)")
+            .y_desc("GB/s (bytes that must move)")
+            .draw()
+            .map_err(plot_err)?;
+        draw_lines(&mut chart, &data, |label| label.starts_with(Op::Copy.name()))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// Compression ratio against density for each dtype and sign mode, with the entropy bound's ratio
+/// (element bits ÷ bound bits) drawn as a thin line of the same colour.
+pub fn ratio_svg(report: &BenchReport) -> Result<String> {
+    let (n, rows) = headline(report);
+    let rows: Vec<&Row> = rows.into_iter().filter(|r| r.op == Op::Compress).collect();
+    let data = series(&rows, |r| r.ratio);
+    if data.is_empty() {
+        return empty_svg("ratio");
+    }
+    let xr = x_range(&rows);
+    // Bound curves for the (dtype, sign mode) pairs measured.
+    let mut bounds: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut pairs: Vec<(String, bool)> = rows.iter().map(|r| (r.dtype.clone(), r.sign_pack)).collect();
+    pairs.sort();
+    pairs.dedup();
+    for (dt, sp) in &pairs {
+        let Some(dtype) = DType::from_name(dt) else { continue };
+        let steps = 60;
+        let (lo, hi) = (xr.start.ln(), xr.end.ln());
+        let pts = (0..=steps)
+            .map(|i| (lo + (hi - lo) * i as f64 / steps as f64).exp())
+            .map(|d| (d, dtype.bits() as f64 / entropy_bound_bits(d, dtype, *sp)))
+            .collect();
+        bounds.push((format!("bound {dt}{}", if *sp { " sign-packed" } else { "" }), pts));
+    }
+    let all = data.iter().chain(&bounds).flat_map(|(_, p)| p.iter().map(|q| q.1));
+    let (ymin, ymax) = all.fold((f64::INFINITY, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let caption = format!("{} ({}): compression ratio at {} elements", report.adapter.name, report.adapter.backend, human(n));
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(64)
+            .build_cartesian_2d(xr.log_scale(), (ymin * 0.8..ymax * 1.25).log_scale())
+            .map_err(plot_err)?;
+        chart.configure_mesh().x_desc("density (nonzeros / elements)").y_desc("dense bytes / stored bytes").draw().map_err(plot_err)?;
+        for (i, (label, pts)) in bounds.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), color.mix(0.5).stroke_width(1)))
+                .map_err(plot_err)?
+                .label(label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.mix(0.5).stroke_width(1)));
+        }
+        // Measured series use the same colour as their bound (same order: sorted by dtype, sign mode).
+        let mut ordered = data.clone();
+        ordered.sort_by(|a, b| a.0.cmp(&b.0));
+        draw_lines(&mut chart, &ordered, |_| false)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// Draws each series as a line with dots; `thin` series (the copy reference) are drawn thinner.
+fn draw_lines<'a, 'b, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    data: &[(String, Vec<(f64, f64)>)],
+    thin: impl Fn(&str) -> bool,
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for (i, (label, pts)) in data.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let width = if thin(label) { 1 } else { 2 };
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(width)))
+            .map_err(plot_err)?
+            .label(label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(plot_err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,286 @@
+//! The sweep: for each dtype, density and size one *batch* (one tensor), in which every op's case and the
+//! copy shader are timed interleaved, repetition after repetition, so each op is compared with a copy
+//! measured under the same conditions (clocks, temperature, neighbours).
+
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::codec::Codec;
+use crate::context::{backend_name, GpuContext};
+use crate::error::{Error, Result};
+use crate::format::{DType, Layout, Options};
+use crate::sync;
+
+use super::case::{self, BatchCtx, Case};
+use super::config::{BenchConfig, Resolved};
+use super::copy::CopyKernel;
+use super::data::{self, Stats};
+use super::gpu;
+use super::op::Op;
+use super::report::{human, AdapterReport, BenchReport, Row};
+use super::timer::{median, span_ms, StampMode, Timer};
+
+/// Whether an adapter is a CPU rasteriser (lavapipe, llvmpipe, SwiftShader): those get the reduced sweep.
+pub fn is_cpu_adapter(info: &wgpu::AdapterInfo) -> bool {
+    let name = info.name.to_ascii_lowercase();
+    info.device_type == wgpu::DeviceType::Cpu || ["llvmpipe", "lavapipe", "swiftshader"].iter().any(|s| name.contains(s))
+}
+
+/// The adapter as the report names it.
+pub fn adapter_report(info: &wgpu::AdapterInfo) -> AdapterReport {
+    let driver = format!("{} {}", info.driver, info.driver_info).trim().to_string();
+    AdapterReport { name: info.name.clone(), backend: backend_name(info.backend).to_string(), driver }
+}
+
+/// Opens the adapter `config` chooses and runs the sweep on it.
+pub fn run(config: &BenchConfig) -> Result<BenchReport> {
+    let gpu = GpuContext::new(&config.adapter)?;
+    run_on(&gpu, config)
+}
+
+/// Runs the sweep on an opened device. Needs timestamp queries (`Error::Unsupported` without them).
+pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
+    let mode = StampMode::for_device(&gpu.device)?;
+    let cpu = is_cpu_adapter(&gpu.info);
+    let sweep = config.resolve(cpu)?;
+    let codec = Codec::new(&gpu.device)?;
+    let copy = CopyKernel::new(&gpu.device)?;
+    let limits = gpu.device.limits();
+    let mut report = BenchReport { adapter: adapter_report(&gpu.info), copy_gbps: f64::NAN, rows: Vec::new(), notes: Vec::new(), context: Vec::new() };
+    report.context = vec![
+        format!("codec path: {}", codec.path().name()),
+        format!(
+            "timestamps: {}",
+            match mode {
+                StampMode::Encoder => "CommandEncoder::write_timestamp",
+                StampMode::EmptyPass => "empty compute passes with timestamp writes",
+            }
+        ),
+        format!(
+            "sweep: {} timed repetitions after {} warm-up, {:.2} s of copies before each batch{}",
+            sweep.reps,
+            sweep.warmup,
+            sweep.spin_up_s,
+            if cpu { " (CPU adapter: reduced sweep)" } else { "" }
+        ),
+        format!(
+            "limits: max_buffer_size {}, max_storage_buffer_binding_size {}",
+            limits.max_buffer_size, limits.max_storage_buffer_binding_size
+        ),
+        format!("data: synthetic ReLU² (bitsparse::cpu::synthetic_relu2), seed {}", config.seed),
+    ];
+    for op in &sweep.ops {
+        if !case::implemented(*op) {
+            report.notes.push(format!("{op}: no rows, the kernel does not exist yet"));
+        }
+    }
+
+    // Sizes each dtype can hold: the dense tensor and the worst-case stream must fit one buffer.
+    let mut plan: Vec<(DType, Vec<u64>)> = Vec::new();
+    for &dtype in &sweep.dtypes {
+        let mut ok = Vec::new();
+        for &n in &sweep.sizes {
+            match fits(dtype, n, limits.max_buffer_size) {
+                Ok(()) => ok.push(n),
+                Err(why) => report.notes.push(format!("skipped {dtype} at {n} elements: {why}")),
+            }
+        }
+        plan.push((dtype, ok));
+    }
+    let batches: u64 = plan.iter().map(|(_, s)| (s.len() * sweep.densities.len()) as u64).sum();
+    let pb = progress(config.progress, batches);
+
+    let mut copy_samples: Vec<(u64, Vec<f64>)> = Vec::new();
+    for (dtype, sizes) in &plan {
+        let Some(&nmax) = sizes.last() else { continue };
+        for &density in &sweep.densities {
+            pb.set_message(format!("{dtype} ρ={density}: generating {} elements", human(nmax)));
+            let full = data::synthetic(nmax, density, *dtype, config.seed);
+            for &n in sizes {
+                pb.set_message(format!("{dtype} ρ={density} {}", human(n)));
+                let data = &full[..(n * dtype.bytes()) as usize];
+                let stats = Stats::of(data, *dtype);
+                let input = gpu::buffer_with(&gpu.device, "bitsparse.bench.input", data)?;
+                let bctx = BatchCtx {
+                    device: &gpu.device,
+                    queue: &gpu.queue,
+                    codec: &codec,
+                    copy: &copy,
+                    dtype: *dtype,
+                    density,
+                    data,
+                    stats: &stats,
+                    input: &input,
+                    verify: config.verify,
+                };
+                let out = run_batch(&bctx, &sweep, mode)?;
+                let samples = out.copy_gbps_samples;
+                match copy_samples.iter_mut().find(|(m, _)| *m == n) {
+                    Some((_, v)) => v.extend(samples),
+                    None => copy_samples.push((n, samples)),
+                }
+                report.notes.extend(out.notes);
+                report.rows.extend(out.rows);
+                pb.inc(1);
+            }
+        }
+    }
+    pb.finish_and_clear();
+    if let Some((n, s)) = copy_samples.iter().max_by_key(|(n, _)| *n) {
+        report.copy_gbps = median(s);
+        report.context.push(format!("copy_gbps: median of {} copy runs at {} elements", s.len(), n));
+    }
+    Ok(report)
+}
+
+/// Why `n` elements of `dtype` cannot be benchmarked on a device with this `max_buffer_size`, if so.
+fn fits(dtype: DType, n: u64, max_buffer: u64) -> std::result::Result<(), String> {
+    let dense = n * dtype.bytes() + gpu::GUARD + 16;
+    if dense > max_buffer {
+        return Err(format!("{dense} dense bytes exceed max_buffer_size {max_buffer}"));
+    }
+    for sp in [false, true] {
+        let l = Layout::new(dtype, n, Options { sign_pack: sp }).map_err(|e| e.to_string())?;
+        let cap = l.capacity_bytes() + gpu::GUARD + 16;
+        if cap > max_buffer {
+            return Err(format!("a stream of up to {cap} bytes exceeds max_buffer_size {max_buffer}"));
+        }
+    }
+    Ok(())
+}
+
+fn progress(show: bool, len: u64) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{elapsed_precise} [{bar:32}] {pos}/{len} batches  {msg}") {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb
+}
+
+/// What one batch produced.
+struct BatchOut {
+    rows: Vec<Row>,
+    notes: Vec<String>,
+    copy_gbps_samples: Vec<f64>,
+}
+
+/// Makes the batch's cases, times them interleaved, checks them, and turns them into rows.
+fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode) -> Result<BatchOut> {
+    // The copy case always runs: every row's copy_fraction needs it. Its rows appear only if asked for.
+    let mut cases: Vec<Box<dyn Case + '_>> = Vec::new();
+    if let Some(c) = case::make(Op::Copy, false, ctx)? {
+        cases.push(c);
+    }
+    for &op in sweep.ops.iter().filter(|&&o| o != Op::Copy) {
+        if !case::implemented(op) {
+            continue;
+        }
+        let modes: &[bool] = if op.uses_sign_pack() { &sweep.sign_pack } else { &[false] };
+        for &sp in modes {
+            if let Some(c) = case::make(op, sp, ctx)? {
+                cases.push(c);
+            }
+        }
+    }
+    let times = time_cases(ctx, &cases, sweep, mode)?;
+
+    let copy_ms: Vec<f64> = times[0].clone();
+    let copy_bytes = cases[0].bytes_moved() as f64;
+    let gbps = |bytes: f64, ms: f64| if ms > 0.0 { bytes / (ms * 1e6) } else { f64::NAN };
+    let copy_gbps = gbps(copy_bytes, median(&copy_ms));
+    let mut out = BatchOut { rows: Vec::new(), notes: Vec::new(), copy_gbps_samples: copy_ms.iter().map(|&ms| gbps(copy_bytes, ms)).collect() };
+    for (c, t) in cases.iter().zip(&times) {
+        if c.op() == Op::Copy && !sweep.ops.contains(&Op::Copy) {
+            continue;
+        }
+        let check = c.check(ctx)?;
+        if let Some(n) = check.note {
+            out.notes.push(n);
+        }
+        let ms = median(t);
+        let g = gbps(c.bytes_moved() as f64, ms);
+        out.rows.push(Row {
+            op: c.op(),
+            dtype: ctx.dtype.name().to_string(),
+            sign_pack: c.sign_pack(),
+            density: ctx.density,
+            measured_density: ctx.stats.measured_density,
+            elements: ctx.n(),
+            reps: t.len() as u32,
+            ms,
+            gbps: g,
+            copy_fraction: if c.op() == Op::Copy { 1.0 } else { g / copy_gbps },
+            ratio: check.ratio,
+            bound_fraction: check.bound_fraction,
+        });
+    }
+    Ok(out)
+}
+
+/// Spin-up, warm-up, then `reps` timed rounds of every case, each case fenced off from its neighbours.
+/// Returns the milliseconds of each case, one per repetition.
+fn time_cases(ctx: &BatchCtx<'_>, cases: &[Box<dyn Case + '_>], sweep: &Resolved, mode: StampMode) -> Result<Vec<Vec<f64>>> {
+    let (device, queue) = (ctx.device, ctx.queue);
+    let mut fenced: Vec<&wgpu::Buffer> = vec![ctx.input];
+    for c in cases {
+        fenced.extend(c.buffers());
+    }
+    let encoder = || device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench") });
+
+    // Bring the clocks up: a GPU idles at a fraction of its clock and takes a while to ramp.
+    if sweep.spin_up_s > 0.0 {
+        let per_submit = ((256u64 << 20) / cases[0].bytes_moved().max(1)).clamp(1, 1000);
+        let start = Instant::now();
+        while start.elapsed().as_secs_f64() < sweep.spin_up_s {
+            let mut enc = encoder();
+            for _ in 0..per_submit {
+                cases[0].record(&mut enc)?;
+            }
+            sync::submit(queue, [enc.finish()]);
+            sync::wait_idle(device)?;
+        }
+    }
+    // Warm-up rounds, not waited for: the timed rounds follow them on the queue without a gap.
+    for _ in 0..sweep.warmup {
+        let mut enc = encoder();
+        for c in cases {
+            gpu::fence(&mut enc, &fenced);
+            c.record(&mut enc)?;
+        }
+        sync::submit(queue, [enc.finish()]);
+    }
+
+    let per_round = 2 * cases.len() as u32;
+    let rounds_per_timer = (wgpu::QUERY_SET_MAX_QUERIES / per_round).max(1);
+    if per_round > wgpu::QUERY_SET_MAX_QUERIES {
+        return Err(Error::InvalidArgument(format!("{} cases in one batch are more than one query set holds", cases.len())));
+    }
+    let mut times = vec![Vec::with_capacity(sweep.reps as usize); cases.len()];
+    let mut done = 0;
+    while done < sweep.reps {
+        let rounds = rounds_per_timer.min(sweep.reps - done);
+        let mut timer = Timer::new(device, rounds * per_round, mode)?;
+        let mut spans = Vec::with_capacity((rounds * per_round) as usize);
+        for _ in 0..rounds {
+            let mut enc = encoder();
+            for (i, c) in cases.iter().enumerate() {
+                gpu::fence(&mut enc, &fenced);
+                let a = timer.stamp(&mut enc)?;
+                c.record(&mut enc)?;
+                let b = timer.stamp(&mut enc)?;
+                spans.push((i, a, b));
+            }
+            sync::submit(queue, [enc.finish()]);
+        }
+        let ns = timer.read_ns(device, queue)?;
+        for (i, a, b) in spans {
+            times[i].push(span_ms(&ns, a, b));
+        }
+        done += rounds;
+    }
+    Ok(times)
+}
