@@ -147,7 +147,7 @@ fn opts(sign_pack: bool) -> Options {
 // ---------- properties ----------
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     #[test]
     fn round_trip_is_bit_exact_and_matches_the_naive_encoder((data, dtype, sp) in case()) {
@@ -487,4 +487,22 @@ fn chunked_placement_matches_the_gpu_rule() {
 fn partial_elements_and_too_large_are_typed_errors() {
     assert!(matches!(cpu::compress(&[0u8; 5], DType::Bf16, Options::default()), Err(Error::PartialElement { bytes: 5, elem_bytes: 2 })));
     assert!(cpu::compress(&[0u8; 4], DType::E4m3, Options::SIGN_PACK).is_ok());
+}
+
+/// docs/FORMAT.md, example 4's variant: a sparse first tile leaves a gap in the chunked placement.
+#[test]
+fn golden_chunked_gap() {
+    let mut el = vec![0u32; 4097];
+    for e in el.iter_mut().take(100) {
+        *e = 0x3F80;
+    }
+    el[4096] = 0x4000;
+    let canon = cpu::compress(&from_elements(&el, DType::Bf16), DType::Bf16, Options::default()).unwrap();
+    let w = bytes_to_words(&canon);
+    assert_eq!((&w[8..10], w[hdr::VALUE_WORDS]), (&[0, 50][..], 51));
+    let chunked = bytes_to_words(&cpu::place_chunked(&canon, 1).unwrap());
+    assert_eq!((&chunked[8..10], chunked[hdr::VALUE_WORDS]), (&[0, 2048][..], 2049));
+    assert_eq!(chunked.len(), 139 + 2049);
+    assert_eq!(chunked[139 + 2048], 0x4000);
+    assert_eq!(cpu::compact(&words_to_bytes(&chunked)).unwrap(), canon);
 }

@@ -1,9 +1,10 @@
-//! CPU port of the compress stages (`shaders/compress.wgsl`): per tile, build the mask and count the
-//! nonzeros (`tile_mask`), turn the counts into the offset table (an exclusive prefix sum, the GPU's
-//! scan), then pack each tile's nonzeros into its stream (`tile_compact`).
+//! CPU port of `shaders/compress.wgsl`. The GPU does everything for a tile in one workgroup pass (mask
+//! and count, chained scan for the tile's offset, compaction, then `finish` writes the header); here the
+//! same work is three loops over the tiles: `tile_mask` (mask words and count), an exclusive prefix sum
+//! of the stream sizes (the scan, giving the offset table), and `tile_compact` (pack the nonzeros).
 //!
-//! The output is always the compact canonical form: tiles in order, no gaps. A second pass over the
-//! input (as on the GPU) lets the output be allocated at its exact size once the counts are known.
+//! The output is always the compact canonical form: tiles in order, no gaps. Knowing every count before
+//! packing lets the output be allocated once, at its exact size.
 
 use super::words::{put_word, BitWriter};
 use crate::error::{Error, Result};
