@@ -1,12 +1,14 @@
 //! The CPU reference codec: format version 1 (`docs/FORMAT.md`) in plain Rust.
 //!
 //! It is the spec in code: the GPU kernels are tested against it, and it decodes on the host what the
-//! GPU wrote. Each stage is a port of the WGSL stage of the same name (`tile_mask` / `tile_compact` in
-//! [`compress`], `tile_expand` in [`decompress`]), processing one tile at a time so that a reader can put
-//! the two side by side.
+//! GPU wrote. It mirrors the WGSL one tile at a time so the two can be read side by side:
+//! `compress.rs` is the CPU port of `shaders/compress.wgsl` (its `compress` entry point's mask and count,
+//! chained scan and compaction become `tile_mask`, a prefix sum and `tile_compact`; its `finish` entry
+//! point is the header write), and `decompress.rs` of `shaders/decompress.wgsl` (`tile_expand` is one
+//! workgroup's tile).
 //!
-//! * [`compress`] writes the compact canonical stream (tiles in order, no gaps).
-//! * [`decompress`], [`validate`], [`decompress_range`] and [`compact`] accept any valid placement (a
+//! * [`compress()`] writes the compact canonical stream (tiles in order, no gaps).
+//! * [`decompress()`], [`validate`], [`decompress_range`] and [`compact`] accept any valid placement (a
 //!   chunked GPU compress leaves gaps, a GPU variant may order tiles differently) and reject everything
 //!   else with an error, never a panic.
 //! * [`synthetic_relu2`] / [`synthetic_bits`] make deterministic test and demo data.
