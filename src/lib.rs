@@ -8,16 +8,19 @@
 //! `CommandEncoder` and takes `(buffer, offset, size)` ranges. Helpers that submit and read back live in
 //! [`host`] and [`context`] and are for tests, tools and the CLI, not for the training path.
 
+pub mod arena;
 pub mod bench;
 pub mod container;
 pub mod context;
 pub mod cpu;
 pub mod error;
 pub mod format;
+pub mod fused;
 pub mod host;
 pub mod kernels;
 pub mod shaders;
 pub mod sync;
+pub mod update;
 
 mod codec;
 

@@ -11,13 +11,25 @@ use crate::error::{Error, Result};
 
 static HOST_SYNCS: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    static THREAD_SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// How many host synchronisations the library has performed in this process.
 pub fn host_syncs() -> u64 {
     HOST_SYNCS.load(Ordering::SeqCst)
 }
 
+/// How many host synchronisations the library has performed on the calling thread. A training step
+/// is recorded on one thread, so this is the count to compare before and after it (other threads,
+/// e.g. concurrently running tests, do not disturb it).
+pub fn thread_host_syncs() -> u64 {
+    THREAD_SYNCS.with(|c| c.get())
+}
+
 fn count() {
     HOST_SYNCS.fetch_add(1, Ordering::SeqCst);
+    THREAD_SYNCS.with(|c| c.set(c.get() + 1));
 }
 
 /// Submits command buffers (counted).

@@ -13,6 +13,7 @@
 //!   else with an error, never a panic.
 //! * [`synthetic_relu2`] / [`synthetic_bits`] make deterministic test and demo data.
 
+pub mod act;
 mod compress;
 mod decompress;
 mod place;

@@ -1,0 +1,33 @@
+// Plain dense ReLU / ReLU² kernels on BF16: the baselines the fused kernels are benchmarked against,
+// and what a trainer keeping a dense activation cache runs. Same math as the fused kernels
+// (lib/act.wgsl), one vec4 (8 elements) per thread.
+
+#include "lib/act.wgsl"
+
+struct Params {
+    vecs: u32,   // vec4s to process
+    act: u32,    // 0 relu, 1 relu²
+    grid_x: u32, // threads per grid row (workgroups in x × 256)
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> in0: array<vec4<u32>>;  // z (forward) or r (backward)
+@group(0) @binding(1) var<storage, read> in1: array<vec4<u32>>;  // g (backward only)
+@group(0) @binding(2) var<storage, read_write> out0: array<vec4<u32>>; // a (forward) or dL/dz (backward)
+@group(0) @binding(3) var<uniform> p: Params;
+
+@compute @workgroup_size(256)
+fn forward(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.y * p.grid_x + gid.x;
+    if i < p.vecs {
+        out0[i] = act_vec(relu_vec(in0[i]), p.act);
+    }
+}
+
+@compute @workgroup_size(256)
+fn backward(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.y * p.grid_x + gid.x;
+    if i < p.vecs {
+        out0[i] = grad_vec(in0[i], in1[i], p.act);
+    }
+}

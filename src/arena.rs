@@ -1,0 +1,467 @@
+//! The GPU-resident arena: where a training step keeps its compressed activations.
+//!
+//! Why on the GPU: a compressed tensor's size is known only after the GPU has counted its nonzeros.
+//! A host-side allocator would have to read that size back and stall the step. Here a one-thread
+//! `reserve` kernel hands the next tensor the current head, the compress writes at that base, and the
+//! compress's own `finish` moves the head past what it used. The host only records commands.
+//!
+//! Overflow is never silent: a tensor that does not fit writes nothing past the end, is marked in its
+//! slot descriptor and in the step's `failed` word; its decompress and fused backward write nothing (and
+//! mark the slot `SKIPPED`); [`Arena::gate`] turns the caller's weight-update dispatch into a zero-size
+//! one, so a failed step changes no weights. The host learns it from [`ArenaStatus`], read whenever it
+//! chooses (blocking with [`Arena::read_status`], or asynchronously with [`Arena::request_status`]), as
+//! [`Error::ArenaOverflow`]; the documented recovery is to grow the arena (see [`ArenaSizer`]) and re-run
+//! the step. Sizing policy and the control-word layout: `docs/ARENA.md`.
+//!
+//! Order of use: release in LIFO order ([`Arena::pop`], backward pops what forward pushed) or all at once
+//! ([`Arena::reset`], whole step). The host-side bookkeeping follows recording order, so encoders must be
+//! submitted in the order they were recorded.
+
+use std::sync::{Arc, Mutex};
+
+use wgpu::util::DeviceExt;
+
+use crate::codec::{BufferRange, Codec, FusedBackward, Placement, Source, Target};
+use crate::cpu::act::Activation;
+use crate::error::{Error, Result};
+use crate::format::{status, DType, Layout, Options};
+use crate::kernels::{pipeline, storage, uniform};
+use crate::sync;
+
+/// Control-buffer word indices (mirrors `shaders/lib/arena_ctrl.wgsl`).
+pub mod ctrl {
+    /// Next free arena word.
+    pub const HEAD: u64 = 0;
+    /// Status bits of every failure since the last reset.
+    pub const FAILED: u64 = 1;
+    /// High-water mark in words.
+    pub const HIGH: u64 = 2;
+    /// Capacity in words.
+    pub const CAP: u64 = 3;
+    /// First slot descriptor (4 words each: base, status, value words, spare).
+    pub const SLOTS: u64 = 8;
+}
+
+/// How many tensors may be live at once, and how many gates a step may record.
+#[derive(Copy, Clone, Debug)]
+pub struct ArenaConfig {
+    /// Capacity in bytes (a multiple of 16, at most the device's storage-binding size).
+    pub capacity_bytes: u64,
+    /// Live slots.
+    pub max_slots: u32,
+    /// Gates per step.
+    pub max_gates: u32,
+}
+
+impl ArenaConfig {
+    /// `capacity_bytes` with 1024 slots and 64 gates.
+    pub fn new(capacity_bytes: u64) -> Self {
+        ArenaConfig { capacity_bytes, max_slots: 1024, max_gates: 64 }
+    }
+}
+
+/// A compressed tensor in the arena.
+#[derive(Clone, Debug)]
+pub struct Slot {
+    id: u32,
+    /// Element type, count and options.
+    pub layout: Layout,
+    placement: Placement,
+}
+
+impl Slot {
+    /// Word index of this slot's descriptor in the control buffer.
+    fn word(&self) -> u32 {
+        (ctrl::SLOTS + 4 * self.id as u64) as u32
+    }
+}
+
+/// Indirect dispatch arguments written by [`Arena::gate`]: pass to `dispatch_workgroups_indirect`.
+#[derive(Clone, Debug)]
+pub struct GateArgs {
+    /// The buffer (the arena's control buffer, with `INDIRECT` usage).
+    pub buffer: wgpu::Buffer,
+    /// Byte offset of the `(x, y, z)` arguments.
+    pub offset: u64,
+}
+
+/// What the arena's control words said when read.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArenaStatus {
+    /// Bytes in use (the head).
+    pub used_bytes: u64,
+    /// Largest head (or need, after an overflow) seen since creation, in bytes.
+    pub high_water_bytes: u64,
+    /// Capacity in bytes.
+    pub capacity_bytes: u64,
+    /// Status bits of the failures since the last reset (`format::status`).
+    pub failed: u32,
+}
+
+impl ArenaStatus {
+    fn from_words(w: &[u32]) -> ArenaStatus {
+        ArenaStatus {
+            used_bytes: w[0] as u64 * 4,
+            failed: w[1],
+            high_water_bytes: w[2] as u64 * 4,
+            capacity_bytes: w[3] as u64 * 4,
+        }
+    }
+
+    /// The failure as a typed error, if any.
+    pub fn check(&self) -> Result<()> {
+        if self.failed & status::OVERFLOW != 0 {
+            return Err(Error::ArenaOverflow { needed: self.high_water_bytes, capacity: self.capacity_bytes });
+        }
+        if self.failed & status::SIGN_BIT_SET != 0 {
+            return Err(Error::SignBitSet { index: None });
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+struct HostState {
+    live: Vec<u32>,
+    free: Vec<u32>,
+    next: u32,
+    gates: u32,
+}
+
+#[derive(Copy, Clone, Debug, bytemuck::Pod, bytemuck::Zeroable, Default)]
+#[repr(C)]
+struct SetupParams {
+    slot: u32,
+    values_offset: u32,
+    gx: u32,
+    gy: u32,
+    gz: u32,
+    gate_idx: u32,
+    _pad: [u32; 2],
+}
+
+#[derive(Debug)]
+struct Setup {
+    layout: wgpu::BindGroupLayout,
+    reserve: wgpu::ComputePipeline,
+    pop: wgpu::ComputePipeline,
+    gate: wgpu::ComputePipeline,
+}
+
+/// The arena. Cheap to clone (shared state).
+#[derive(Clone, Debug)]
+pub struct Arena {
+    codec: Codec,
+    buffer: wgpu::Buffer,
+    ctrl: wgpu::Buffer,
+    config: ArenaConfig,
+    setup: Arc<Setup>,
+    state: Arc<Mutex<HostState>>,
+}
+
+impl Arena {
+    /// A new arena of `config.capacity_bytes` on the codec's device.
+    pub fn new(codec: &Codec, config: ArenaConfig) -> Result<Arena> {
+        let device = codec.device();
+        let limits = device.limits();
+        let max = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+        if config.capacity_bytes == 0 || config.capacity_bytes % 16 != 0 || config.capacity_bytes > max {
+            return Err(Error::InvalidArgument(format!(
+                "arena capacity {} must be a nonzero multiple of 16 bytes of at most {max} (one storage binding)",
+                config.capacity_bytes
+            )));
+        }
+        if config.max_slots == 0 || config.max_gates == 0 {
+            return Err(Error::InvalidArgument("an arena needs at least one slot and one gate".into()));
+        }
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("bitsparse.arena"),
+            size: config.capacity_bytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let words = ctrl::SLOTS + 4 * config.max_slots as u64 + 4 * config.max_gates as u64;
+        let mut init = vec![0u32; words as usize];
+        init[ctrl::CAP as usize] = (config.capacity_bytes / 4) as u32;
+        let ctrl = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("bitsparse.arena.ctrl"),
+            contents: bytemuck::cast_slice(&init),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::INDIRECT | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+        });
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("bitsparse.arena.setup"),
+            entries: &[storage(0, false), uniform(1)],
+        });
+        let setup = Setup {
+            reserve: pipeline(device, "arena.wgsl", "reserve", &[], &layout, &[]),
+            pop: pipeline(device, "arena.wgsl", "pop", &[], &layout, &[]),
+            gate: pipeline(device, "arena.wgsl", "gate", &[], &layout, &[]),
+            layout,
+        };
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Wgpu(format!("building the arena pipelines failed: {e}")));
+        }
+        Ok(Arena { codec: codec.clone(), buffer, ctrl, config, setup: Arc::new(setup), state: Arc::new(Mutex::new(HostState::default())) })
+    }
+
+    /// The arena's storage buffer.
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+
+    /// The control buffer (head, failed, high-water, capacity, slot descriptors, gate arguments).
+    pub fn ctrl_buffer(&self) -> &wgpu::Buffer {
+        &self.ctrl
+    }
+
+    /// Capacity in bytes.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.config.capacity_bytes
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, HostState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn setup_pass(&self, encoder: &mut wgpu::CommandEncoder, pipe: &wgpu::ComputePipeline, p: SetupParams) {
+        let device = self.codec.device();
+        let pbuf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("bitsparse.arena.params"),
+            contents: bytemuck::bytes_of(&p),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("bitsparse.arena.setup"),
+            layout: &self.setup.layout,
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: self.ctrl.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: pbuf.as_entire_binding() },
+            ],
+        });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.arena.setup"), timestamp_writes: None });
+        pass.set_pipeline(pipe);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.dispatch_workgroups(1, 1, 1);
+    }
+
+    fn new_slot(&self, layout: Layout) -> Result<Slot> {
+        let mut st = self.state();
+        let id = match st.free.pop() {
+            Some(id) => id,
+            None if st.next < self.config.max_slots => {
+                st.next += 1;
+                st.next - 1
+            }
+            None => return Err(Error::InvalidArgument(format!("more than {} live arena slots", self.config.max_slots))),
+        };
+        st.live.push(id);
+        Ok(Slot { id, layout, placement: Placement::Compact })
+    }
+
+    fn push_with(&self, encoder: &mut wgpu::CommandEncoder, input: BufferRange<'_>, layout: Layout, fused: Option<(u32, BufferRange<'_>)>) -> Result<Slot> {
+        if input.buffer == &self.buffer || fused.as_ref().is_some_and(|(_, a)| a.buffer == &self.buffer) {
+            return Err(Error::InvalidArgument("inputs and outputs must not live in the arena buffer".into()));
+        }
+        let mut slot = self.new_slot(layout)?;
+        let p = SetupParams { slot: slot.word(), values_offset: layout.values_offset as u32, ..Default::default() };
+        self.setup_pass(encoder, &self.setup.reserve, p);
+        let target = Target::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word(), fused };
+        match self.codec.record_compress(encoder, input, &layout, target) {
+            Ok(placement) => {
+                slot.placement = placement;
+                Ok(slot)
+            }
+            Err(e) => {
+                // Nothing that depends on the slot was recorded: give it back. The reserve already
+                // recorded is harmless (the head only moves in a compress's finish).
+                let mut st = self.state();
+                st.live.retain(|&s| s != slot.id);
+                st.free.push(slot.id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Records the compression of `n` elements of `dtype` from `input` into the arena.
+    pub fn push(&self, encoder: &mut wgpu::CommandEncoder, input: BufferRange<'_>, dtype: DType, n: u64, options: Options) -> Result<Slot> {
+        self.push_with(encoder, input, Layout::new(dtype, n, options)?, None)
+    }
+
+    /// Fused forward: from the BF16 pre-activation `z`, writes the dense activation `a` (relu(z) or
+    /// relu(z)²) to `a_out` and pushes the compressed r = relu(z), all in one pass over `z`.
+    pub fn fused_forward(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        z: BufferRange<'_>,
+        n: u64,
+        act: Activation,
+        options: Options,
+        a_out: BufferRange<'_>,
+    ) -> Result<Slot> {
+        self.push_with(encoder, z, Layout::new(DType::Bf16, n, options)?, Some((act.code(), a_out)))
+    }
+
+    /// Records the decompression of `slot` into `output`. An invalid slot (overflowed) writes nothing.
+    pub fn decompress(&self, encoder: &mut wgpu::CommandEncoder, slot: &Slot, output: BufferRange<'_>) -> Result<()> {
+        self.check_live(slot)?;
+        let source = Source::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word() };
+        self.codec.record_decompress(encoder, source, &slot.layout, slot.placement, output, None)
+    }
+
+    /// Fused backward: from the compressed r in `slot` and g = dL/da, writes dL/dz to `dz_out` and, when
+    /// given, the dense a (r or r²) the dW₂ GEMM needs to `a_out`. An invalid slot writes nothing.
+    pub fn fused_backward(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        slot: &Slot,
+        act: Activation,
+        g: BufferRange<'_>,
+        dz_out: BufferRange<'_>,
+        a_out: Option<BufferRange<'_>>,
+    ) -> Result<()> {
+        self.check_live(slot)?;
+        if slot.layout.dtype != DType::Bf16 {
+            return Err(Error::InvalidArgument(format!("the fused backward takes BF16 activations, not {}", slot.layout.dtype)));
+        }
+        let source = Source::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word() };
+        let fused = FusedBackward { act: act.code(), g, a_out };
+        self.codec.record_decompress(encoder, source, &slot.layout, slot.placement, dz_out, Some(fused))
+    }
+
+    fn check_live(&self, slot: &Slot) -> Result<()> {
+        if self.state().live.contains(&slot.id) {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument("arena slot was already released".into()))
+        }
+    }
+
+    /// LIFO release of the most recently pushed live slot.
+    pub fn pop(&self, encoder: &mut wgpu::CommandEncoder, slot: Slot) -> Result<()> {
+        {
+            let mut st = self.state();
+            if st.live.last() != Some(&slot.id) {
+                return Err(Error::InvalidArgument("arena slots are released in LIFO order: this one is not the last pushed".into()));
+            }
+            st.live.pop();
+            st.free.push(slot.id);
+        }
+        let p = SetupParams { slot: slot.word(), ..Default::default() };
+        self.setup_pass(encoder, &self.setup.pop, p);
+        Ok(())
+    }
+
+    /// Releases everything and clears the step's failure bits (start of a step). Outstanding [`Slot`]s
+    /// become invalid.
+    pub fn reset(&self, encoder: &mut wgpu::CommandEncoder) {
+        let mut st = self.state();
+        st.live.clear();
+        st.free.clear();
+        st.next = 0;
+        st.gates = 0;
+        encoder.clear_buffer(&self.ctrl, 0, Some(8));
+    }
+
+    /// Records a gate: indirect arguments equal to `grid` when nothing failed since the last reset,
+    /// `(0, 0, 0)` otherwise. Record it after the step's last push and use it for the weight update.
+    pub fn gate(&self, encoder: &mut wgpu::CommandEncoder, grid: [u32; 3]) -> Result<GateArgs> {
+        let idx = {
+            let mut st = self.state();
+            if st.gates >= self.config.max_gates {
+                return Err(Error::InvalidArgument(format!("more than {} gates in one step", self.config.max_gates)));
+            }
+            st.gates += 1;
+            ctrl::SLOTS + 4 * self.config.max_slots as u64 + 4 * (st.gates as u64 - 1)
+        };
+        let p = SetupParams { gx: grid[0], gy: grid[1], gz: grid[2], gate_idx: idx as u32, ..Default::default() };
+        self.setup_pass(encoder, &self.setup.gate, p);
+        Ok(GateArgs { buffer: self.ctrl.clone(), offset: idx * 4 })
+    }
+
+    /// Reads the status now (blocking: submits a copy and waits). For tools and tests; a trainer uses
+    /// [`Arena::request_status`].
+    pub fn read_status(&self, queue: &wgpu::Queue) -> Result<ArenaStatus> {
+        let b = sync::read_buffer(self.codec.device(), queue, &self.ctrl, 0, 16)?;
+        Ok(ArenaStatus::from_words(&bytemuck::pod_collect_to_vec::<u8, u32>(&b)))
+    }
+
+    /// Records a copy of the status words into a new readback buffer; call [`StatusRequest::start`]
+    /// after submitting, and [`StatusRequest::try_take`] once the device has been polled (e.g. next step).
+    pub fn request_status(&self, encoder: &mut wgpu::CommandEncoder) -> StatusRequest {
+        let staging = self.codec.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("bitsparse.arena.status"),
+            size: 16,
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+            mapped_at_creation: false,
+        });
+        encoder.copy_buffer_to_buffer(&self.ctrl, 0, &staging, 0, 16);
+        StatusRequest { staging, done: Arc::new(Mutex::new(None)) }
+    }
+
+    /// Reads one slot's status bits and compact byte size (blocking; tools and tests).
+    pub fn read_slot(&self, queue: &wgpu::Queue, slot: &Slot) -> Result<(u32, u64)> {
+        let b = sync::read_buffer(self.codec.device(), queue, &self.ctrl, slot.word() as u64 * 4, 16)?;
+        let w: Vec<u32> = bytemuck::pod_collect_to_vec(&b);
+        Ok((w[1], slot.layout.compact_bytes(w[2] as u64)))
+    }
+}
+
+/// An asynchronous status read (see [`Arena::request_status`]).
+#[derive(Debug)]
+pub struct StatusRequest {
+    staging: wgpu::Buffer,
+    done: Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>>,
+}
+
+impl StatusRequest {
+    /// Starts mapping (counted as one host synchronisation). Call after the copy was submitted.
+    pub fn start(&self) {
+        let done = self.done.clone();
+        sync::map_read_async(&self.staging.slice(..), move |r| {
+            *done.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        });
+    }
+
+    /// The status, once the map has completed (the caller polls the device when it likes).
+    pub fn try_take(&self) -> Option<Result<ArenaStatus>> {
+        let r = self.done.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+        Some(r.map_err(|e| Error::Sync(e.to_string())).and_then(|()| {
+            let view = self.staging.slice(..).get_mapped_range().map_err(|e| Error::Sync(format!("{e:?}")))?;
+            let w: Vec<u32> = bytemuck::pod_collect_to_vec(&view);
+            drop(view);
+            self.staging.unmap();
+            Ok(ArenaStatus::from_words(&w))
+        }))
+    }
+}
+
+/// The sizing policy: keep the largest use seen, add headroom for density drift, and at least double
+/// after an overflow (an overflowed tensor's need is only partly known).
+#[derive(Copy, Clone, Debug, Default)]
+pub struct ArenaSizer {
+    high: u64,
+    overflowed_at: Option<u64>,
+}
+
+impl ArenaSizer {
+    /// Headroom over the high-water mark: 1/8.
+    pub const HEADROOM: f64 = 0.125;
+
+    /// Takes a status reading into account.
+    pub fn observe(&mut self, s: &ArenaStatus) {
+        self.high = self.high.max(s.high_water_bytes);
+        if s.failed & status::OVERFLOW != 0 {
+            self.overflowed_at = Some(self.overflowed_at.unwrap_or(0).max(s.capacity_bytes));
+        }
+    }
+
+    /// The capacity to allocate next, rounded up to 1 MiB.
+    pub fn recommended_bytes(&self) -> u64 {
+        let mut want = (self.high as f64 * (1.0 + Self::HEADROOM)).ceil() as u64;
+        if let Some(c) = self.overflowed_at {
+            want = want.max(2 * c);
+        }
+        want.max(1).next_multiple_of(1 << 20)
+    }
+}

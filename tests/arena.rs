@@ -1,0 +1,365 @@
+//! The GPU arena and the fused kernels: round trips through the arena, fused forward/backward against
+//! the CPU reference, overflow handling (`arena_overflow_*`) and a whole step with no host
+//! synchronisation (`no_host_sync_*`).
+
+mod common;
+
+use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, Slot};
+use bitsparse::context::GpuContext;
+use bitsparse::cpu::act::{self, Activation};
+use bitsparse::update::GatedSgd;
+use bitsparse::{cpu, sync, BufferRange, Codec, CodecConfig, DType, Error, Options};
+use wgpu::util::DeviceExt;
+
+fn buf(ctx: &GpuContext, data: &[u8]) -> wgpu::Buffer {
+    let mut d = data.to_vec();
+    d.resize(data.len().div_ceil(16) * 16 + 16, 0);
+    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("test.input"),
+        contents: &d,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+    })
+}
+
+/// A buffer pre-filled with a canary byte, to see what a kernel wrote.
+fn canary(ctx: &GpuContext, bytes: u64) -> wgpu::Buffer {
+    buf(ctx, &vec![0xA5u8; bytes as usize])
+}
+
+fn read(ctx: &GpuContext, b: &wgpu::Buffer, len: u64) -> Vec<u8> {
+    sync::read_buffer(&ctx.device, &ctx.queue, b, 0, len).expect("readback")
+}
+
+fn submit(ctx: &GpuContext, enc: wgpu::CommandEncoder) {
+    sync::submit(&ctx.queue, [enc.finish()]);
+}
+
+/// Pre-activations with negatives, -0.0, NaNs of both signs and infinities, kept away from the range
+/// where r² or 2·r·g would be an f32 subnormal (GPUs may flush those; see docs/FUSED.md).
+fn preact(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    let mut out = Vec::with_capacity(n * 2);
+    for i in 0..n {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        let v: u16 = match i % 97 {
+            0 => 0x8000,
+            1 => 0x7fc1,
+            2 => 0xffc1,
+            3 => 0x7f80,
+            4 => 0xff80,
+            _ => {
+                // Exponent in [100, 150]: squares stay normal in f32 and finite in bf16.
+                let sign = (s & 1) as u16;
+                let exp = 100 + ((s >> 8) % 51) as u16;
+                let man = ((s >> 20) & 0x7f) as u16;
+                if (s >> 40) % 5 < 3 { 0 } else { sign << 15 | exp << 7 | man }
+            }
+        };
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+fn arena(ctx: &GpuContext, codec: &Codec, bytes: u64) -> Arena {
+    Arena::new(codec, ArenaConfig::new(bytes)).expect("arena")
+}
+
+#[test]
+fn arena_round_trip_lifo_and_reset() {
+    let Some(ctx) = common::vulkan() else { return };
+    let codec = Codec::new(&ctx.device).unwrap();
+    let a = arena(&ctx, &codec, 4 << 20);
+    let cases: Vec<(DType, Options, Vec<u8>)> = vec![
+        (DType::Bf16, Options::default(), cpu::synthetic_bits(3 * 4096 + 5, 0.2, DType::Bf16, 1)),
+        (DType::E4m3, Options::default(), cpu::synthetic_bits(4096 * 2 + 3, 0.5, DType::E4m3, 2)),
+        (DType::F16, Options::SIGN_PACK, cpu::synthetic_relu2(9999, 0.176, DType::F16, 3)),
+        (DType::E5m2, Options::SIGN_PACK, cpu::synthetic_relu2(77, 0.3, DType::E5m2, 4)),
+        (DType::Bf16, Options::default(), Vec::new()),
+    ];
+    for round in 0..2 {
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        a.reset(&mut enc);
+        let inputs: Vec<wgpu::Buffer> = cases.iter().map(|(_, _, d)| buf(&ctx, d)).collect();
+        let mut slots: Vec<Slot> = Vec::new();
+        for ((dtype, opts, d), b) in cases.iter().zip(&inputs) {
+            let n = d.len() as u64 / dtype.bytes();
+            slots.push(a.push(&mut enc, BufferRange::new(b, 0, d.len() as u64), *dtype, n, *opts).unwrap());
+        }
+        let outs: Vec<wgpu::Buffer> = cases.iter().map(|(_, _, d)| canary(&ctx, d.len() as u64)).collect();
+        for (i, s) in slots.iter().enumerate() {
+            a.decompress(&mut enc, s, BufferRange::new(&outs[i], 0, cases[i].2.len() as u64)).unwrap();
+        }
+        submit(&ctx, enc);
+        for (i, (dtype, _, d)) in cases.iter().enumerate() {
+            assert!(read(&ctx, &outs[i], d.len() as u64) == *d, "round {round}: {dtype} tensor {i} did not round-trip through the arena");
+        }
+        let st = a.read_status(&ctx.queue).unwrap();
+        st.check().unwrap();
+        // The arena's own accounting equals the sum of the compact sizes, 16-byte aligned each.
+        let mut expect = 0;
+        for s in &slots {
+            let (status, bytes) = a.read_slot(&ctx.queue, s).unwrap();
+            assert_eq!(status, 0);
+            expect += bytes.next_multiple_of(16);
+        }
+        assert_eq!(st.used_bytes, expect);
+        // LIFO: popping out of order is refused; in order brings the head back to 0.
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let first = slots[0].clone();
+        assert!(matches!(a.pop(&mut enc, first), Err(Error::InvalidArgument(_))));
+        while let Some(s) = slots.pop() {
+            a.pop(&mut enc, s).unwrap();
+        }
+        submit(&ctx, enc);
+        assert_eq!(a.read_status(&ctx.queue).unwrap().used_bytes, 0);
+    }
+}
+
+fn fused_case(ctx: &GpuContext, codec: &Codec, n: usize, act: Activation, sign_pack: bool) {
+    let a = arena(ctx, codec, 8 << 20);
+    let z = preact(n, n as u64);
+    let (r_ref, a_ref) = act::forward(&z, act);
+    let g = preact(n, 7 + n as u64);
+    let (dz_ref, a2_ref) = act::backward(&r_ref, &g, act);
+    let bytes = (n * 2) as u64;
+    let zb = buf(ctx, &z);
+    let gb = buf(ctx, &g);
+    let (ab, rb, dzb, a2b) = (canary(ctx, bytes), canary(ctx, bytes), canary(ctx, bytes), canary(ctx, bytes));
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    a.reset(&mut enc);
+    // Sign packing with NaNs whose sign bit is set would be an error: use it only without them.
+    let opts = Options { sign_pack };
+    let slot = a.fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, act, opts, BufferRange::new(&ab, 0, bytes)).unwrap();
+    a.decompress(&mut enc, &slot, BufferRange::new(&rb, 0, bytes)).unwrap();
+    a.fused_backward(&mut enc, &slot, act, BufferRange::new(&gb, 0, bytes), BufferRange::new(&dzb, 0, bytes), Some(BufferRange::new(&a2b, 0, bytes)))
+        .unwrap();
+    submit(ctx, enc);
+    let what = format!("{act:?} n={n} sign_pack={sign_pack}");
+    let st = a.read_status(&ctx.queue).unwrap();
+    if sign_pack {
+        // preact() has NaNs with the sign bit set: relu keeps them, so sign packing must refuse.
+        assert!(matches!(st.check(), Err(Error::SignBitSet { .. })), "{what}: expected a sign-bit error, got {st:?}");
+        assert_eq!(read(ctx, &rb, bytes), vec![0xA5u8; n * 2], "{what}: an invalid slot must decompress to nothing");
+        return;
+    }
+    st.check().unwrap();
+    assert!(read(ctx, &ab, bytes) == a_ref, "{what}: fused forward dense output differs from the CPU reference");
+    assert!(read(ctx, &rb, bytes) == r_ref, "{what}: compressed relu(z) differs from the CPU reference");
+    assert!(read(ctx, &dzb, bytes) == dz_ref, "{what}: fused backward dL/dz differs from the CPU reference");
+    assert!(read(ctx, &a2b, bytes) == a2_ref, "{what}: fused backward dense a differs from the CPU reference");
+    // And the compressed bytes are exactly what the CPU codec makes of r.
+    let (_, used) = a.read_slot(&ctx.queue, &slot).unwrap();
+    let stream = sync::read_buffer(&ctx.device, &ctx.queue, a.buffer(), 0, used).unwrap();
+    assert!(stream == cpu::compress(&r_ref, DType::Bf16, opts).unwrap(), "{what}: arena bytes differ from cpu::compress(r)");
+}
+
+#[test]
+fn fused_forward_backward_match_cpu() {
+    let Some(ctx) = common::vulkan() else { return };
+    for codec in [Codec::new(&ctx.device).unwrap(), Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap()] {
+        for act in [Activation::Relu, Activation::Relu2] {
+            for n in [1, 33, 4095, 4096, 4097, 5 * 4096 + 1001] {
+                fused_case(&ctx, &codec, n, act, false);
+            }
+        }
+        fused_case(&ctx, &codec, 3 * 4096 + 9, Activation::Relu2, true);
+    }
+}
+
+#[test]
+fn fused_forward_sign_packed_positive_input() {
+    let Some(ctx) = common::vulkan() else { return };
+    let codec = Codec::new(&ctx.device).unwrap();
+    let a = arena(&ctx, &codec, 1 << 20);
+    // No NaN with a sign bit: relu(z) is then >= 0 everywhere and sign packing is valid.
+    let z: Vec<u8> = preact(10_000, 5).chunks(2).flat_map(|c| {
+        let v = u16::from_le_bytes([c[0], c[1]]);
+        let v = if act::bf16_is_nan(v) { v & 0x7fff } else { v };
+        v.to_le_bytes()
+    }).collect();
+    let (r_ref, a_ref) = act::forward(&z, Activation::Relu2);
+    let bytes = z.len() as u64;
+    let (zb, ab, rb) = (buf(&ctx, &z), canary(&ctx, bytes), canary(&ctx, bytes));
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let slot = a.fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), 10_000, Activation::Relu2, Options::SIGN_PACK, BufferRange::new(&ab, 0, bytes)).unwrap();
+    a.decompress(&mut enc, &slot, BufferRange::new(&rb, 0, bytes)).unwrap();
+    submit(&ctx, enc);
+    a.read_status(&ctx.queue).unwrap().check().unwrap();
+    assert!(read(&ctx, &ab, bytes) == a_ref);
+    assert!(read(&ctx, &rb, bytes) == r_ref);
+}
+
+/// An arena too small for the third tensor: typed error, the overflowed decompress writes nothing,
+/// the tensors before it are intact, and the gated weight update changes nothing.
+#[test]
+fn arena_overflow_is_detected_and_contained() {
+    let Some(ctx) = common::vulkan() else { return };
+    for chunked in [false, true] {
+        let cfg = CodecConfig { max_binding_bytes: chunked.then_some(4 * 8192 + 1024), ..Default::default() };
+        let codec = Codec::with_config(&ctx.device, cfg).unwrap();
+        let data: Vec<Vec<u8>> = (0..3).map(|i| cpu::synthetic_relu2(20 * 4096, 0.5, DType::Bf16, i)).collect();
+        let n = 20 * 4096u64;
+        let bytes = n * 2;
+        let ins: Vec<wgpu::Buffer> = data.iter().map(|d| buf(&ctx, d)).collect();
+        // Room for two compressed tensors but not three (a chunked compress leaves gaps between
+        // chunks, so measure the extent the arena's own accounting gives).
+        let probe = arena(&ctx, &codec, 8 << 20);
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let s0 = probe.push(&mut enc, BufferRange::new(&ins[0], 0, bytes), DType::Bf16, n, Options::default()).unwrap();
+        submit(&ctx, enc);
+        let one = probe.read_slot(&ctx.queue, &s0).unwrap().1.next_multiple_of(16);
+        let a = arena(&ctx, &codec, ((2 * one + one / 2) / 16 + 1) * 16);
+        let outs: Vec<wgpu::Buffer> = (0..3).map(|_| canary(&ctx, bytes)).collect();
+        let w0: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+        let w = buf(&ctx, bytemuck::cast_slice(&w0));
+        let g = buf(&ctx, bytemuck::cast_slice(&vec![1.0f32; 1000]));
+        let sgd = GatedSgd::new(&ctx.device).unwrap();
+
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        a.reset(&mut enc);
+        let slots: Vec<Slot> =
+            (0..3).map(|i| a.push(&mut enc, BufferRange::new(&ins[i], 0, bytes), DType::Bf16, n, Options::default()).unwrap()).collect();
+        for i in 0..3 {
+            a.decompress(&mut enc, &slots[i], BufferRange::new(&outs[i], 0, bytes)).unwrap();
+        }
+        let gate = a.gate(&mut enc, GatedSgd::grid(1000)).unwrap();
+        sgd.record(&mut enc, &gate, BufferRange::new(&w, 0, 4000), BufferRange::new(&g, 0, 4000), 1000, 0.5).unwrap();
+        submit(&ctx, enc);
+
+        let st = a.read_status(&ctx.queue).unwrap();
+        match st.check() {
+            Err(Error::ArenaOverflow { capacity, .. }) => assert_eq!(capacity, a.capacity_bytes()),
+            other => panic!("chunked={chunked}: expected ArenaOverflow, got {other:?} ({st:?})"),
+        }
+        assert!(read(&ctx, &outs[0], bytes) == data[0], "chunked={chunked}: tensor 0 damaged");
+        assert!(read(&ctx, &outs[1], bytes) == data[1], "chunked={chunked}: tensor 1 damaged");
+        assert_eq!(read(&ctx, &outs[2], bytes), vec![0xA5u8; bytes as usize], "chunked={chunked}: overflowed decompress wrote");
+        let (s2, _) = a.read_slot(&ctx.queue, &slots[2]).unwrap();
+        assert_eq!(s2 & 2, 2, "overflow bit on the slot");
+        assert_eq!(s2 & 4, 4, "skipped bit on the slot");
+        let w1: Vec<f32> = bytemuck::pod_collect_to_vec(&read(&ctx, &w, 4000));
+        assert_eq!(w1, w0, "chunked={chunked}: a failed step must not change weights");
+
+        // Recovery: grow as the sizer says and re-run: the step succeeds and the update applies.
+        let mut sizer = ArenaSizer::default();
+        sizer.observe(&st);
+        let a2 = arena(&ctx, &codec, sizer.recommended_bytes());
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let slots: Vec<Slot> =
+            (0..3).map(|i| a2.push(&mut enc, BufferRange::new(&ins[i], 0, bytes), DType::Bf16, n, Options::default()).unwrap()).collect();
+        a2.decompress(&mut enc, &slots[2], BufferRange::new(&outs[2], 0, bytes)).unwrap();
+        let gate = a2.gate(&mut enc, GatedSgd::grid(1000)).unwrap();
+        sgd.record(&mut enc, &gate, BufferRange::new(&w, 0, 4000), BufferRange::new(&g, 0, 4000), 1000, 0.5).unwrap();
+        submit(&ctx, enc);
+        a2.read_status(&ctx.queue).unwrap().check().unwrap();
+        assert!(read(&ctx, &outs[2], bytes) == data[2]);
+        let w2: Vec<f32> = bytemuck::pod_collect_to_vec(&read(&ctx, &w, 4000));
+        assert!(w2.iter().zip(&w0).all(|(a, b)| *a == b - 0.5), "the gated update must apply on a good step");
+    }
+}
+
+/// Overflow found at reservation (not even the mask fits): nothing is written at all.
+#[test]
+fn arena_overflow_at_reservation() {
+    let Some(ctx) = common::vulkan() else { return };
+    let codec = Codec::new(&ctx.device).unwrap();
+    let a = arena(&ctx, &codec, 256);
+    let d = cpu::synthetic_relu2(50_000, 0.1, DType::Bf16, 9);
+    let bytes = d.len() as u64;
+    let (ib, ob) = (buf(&ctx, &d), canary(&ctx, bytes));
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let s = a.push(&mut enc, BufferRange::new(&ib, 0, bytes), DType::Bf16, 50_000, Options::default()).unwrap();
+    a.decompress(&mut enc, &s, BufferRange::new(&ob, 0, bytes)).unwrap();
+    submit(&ctx, enc);
+    assert!(matches!(a.read_status(&ctx.queue).unwrap().check(), Err(Error::ArenaOverflow { .. })));
+    assert_eq!(read(&ctx, &ob, bytes), vec![0xA5u8; bytes as usize]);
+    assert_eq!(read(&ctx, a.buffer(), 256), vec![0u8; 256], "nothing may be written into a too-small arena");
+}
+
+/// L = 4 layers forward (fused, into the arena) and backward in reverse (fused, popping), with a gated
+/// update: the library performs no host synchronisation while the step is recorded, and the results
+/// equal the CPU reference.
+#[test]
+fn no_host_sync_training_step() {
+    let Some(ctx) = common::vulkan() else { return };
+    let codec = Codec::new(&ctx.device).unwrap();
+    let a = arena(&ctx, &codec, 16 << 20);
+    let sgd = GatedSgd::new(&ctx.device).unwrap();
+    let layers = 4;
+    let n = 3 * 4096 + 123;
+    let bytes = (n * 2) as u64;
+    let zs: Vec<Vec<u8>> = (0..layers).map(|l| preact(n, 100 + l as u64)).collect();
+    let gs: Vec<Vec<u8>> = (0..layers).map(|l| preact(n, 200 + l as u64)).collect();
+    let zb: Vec<wgpu::Buffer> = zs.iter().map(|z| buf(&ctx, z)).collect();
+    let gb: Vec<wgpu::Buffer> = gs.iter().map(|g| buf(&ctx, g)).collect();
+    let ab: Vec<wgpu::Buffer> = (0..layers).map(|_| canary(&ctx, bytes)).collect();
+    let dzb: Vec<wgpu::Buffer> = (0..layers).map(|_| canary(&ctx, bytes)).collect();
+    let a2b: Vec<wgpu::Buffer> = (0..layers).map(|_| canary(&ctx, bytes)).collect();
+    let w = buf(&ctx, bytemuck::cast_slice(&vec![1.0f32; 256]));
+    let gw = buf(&ctx, bytemuck::cast_slice(&vec![2.0f32; 256]));
+
+    let before = sync::thread_host_syncs();
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    a.reset(&mut enc);
+    let mut slots = Vec::new();
+    for l in 0..layers {
+        let act = if l % 2 == 0 { Activation::Relu2 } else { Activation::Relu };
+        slots.push(a.fused_forward(&mut enc, BufferRange::new(&zb[l], 0, bytes), n as u64, act, Options::default(), BufferRange::new(&ab[l], 0, bytes)).unwrap());
+    }
+    let status = a.request_status(&mut enc); // asynchronous: read whenever the caller likes
+    for l in (0..layers).rev() {
+        let act = if l % 2 == 0 { Activation::Relu2 } else { Activation::Relu };
+        let s = slots.pop().unwrap();
+        a.fused_backward(&mut enc, &s, act, BufferRange::new(&gb[l], 0, bytes), BufferRange::new(&dzb[l], 0, bytes), Some(BufferRange::new(&a2b[l], 0, bytes)))
+            .unwrap();
+        a.pop(&mut enc, s).unwrap();
+    }
+    let gate = a.gate(&mut enc, GatedSgd::grid(256)).unwrap();
+    sgd.record(&mut enc, &gate, BufferRange::new(&w, 0, 1024), BufferRange::new(&gw, 0, 1024), 256, 0.25).unwrap();
+    let cmd = enc.finish();
+    assert_eq!(sync::thread_host_syncs(), before, "the library synchronised with the host during the step");
+    ctx.queue.submit([cmd]); // the caller's own submit, outside the library
+
+    // After the step, at a point of the test's choosing: collect the status and check the results.
+    status.start();
+    sync::wait_idle(&ctx.device).unwrap();
+    let st = status.try_take().expect("status mapped").unwrap();
+    st.check().unwrap();
+    assert!(st.used_bytes > 0, "status read after the forward must show the cache in use");
+    assert_eq!(a.read_status(&ctx.queue).unwrap().used_bytes, 0, "backward popped everything");
+    for l in 0..layers {
+        let act = if l % 2 == 0 { Activation::Relu2 } else { Activation::Relu };
+        let (r, a_ref) = act::forward(&zs[l], act);
+        let (dz, a2) = act::backward(&r, &gs[l], act);
+        assert!(read(&ctx, &ab[l], bytes) == a_ref, "layer {l}: forward a");
+        assert!(read(&ctx, &dzb[l], bytes) == dz, "layer {l}: dL/dz");
+        assert!(read(&ctx, &a2b[l], bytes) == a2, "layer {l}: backward a");
+    }
+    let w1: Vec<f32> = bytemuck::pod_collect_to_vec(&read(&ctx, &w, 1024));
+    assert!(w1.iter().all(|&x| x == 0.5), "gated update applied on a good step");
+}
+
+#[test]
+fn arena_refuses_bad_configuration() {
+    let Some(ctx) = common::vulkan() else { return };
+    let codec = Codec::new(&ctx.device).unwrap();
+    for cap in [0, 100, u64::MAX / 2] {
+        assert!(matches!(Arena::new(&codec, ArenaConfig::new(cap)), Err(Error::InvalidArgument(_))), "capacity {cap}");
+    }
+    let a = arena(&ctx, &codec, 1 << 16);
+    let d = buf(&ctx, &[0u8; 64]);
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    // The input may not live in the arena itself.
+    let r = a.push(&mut enc, BufferRange::new(a.buffer(), 0, 64), DType::Bf16, 32, Options::default());
+    assert!(r.is_err());
+    let s = a.push(&mut enc, BufferRange::new(&d, 0, 64), DType::E4m3, 64, Options::default()).unwrap();
+    // The fused backward is BF16 only.
+    let out = canary(&ctx, 64);
+    let g = canary(&ctx, 64);
+    assert!(matches!(
+        a.fused_backward(&mut enc, &s, Activation::Relu, BufferRange::new(&g, 0, 64), BufferRange::new(&out, 0, 64), None),
+        Err(Error::InvalidArgument(_))
+    ));
+}
