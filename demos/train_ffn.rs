@@ -54,6 +54,10 @@ struct Cli {
     /// Where to write the SVG plot.
     #[arg(long, default_value = "target/train_ffn/train_ffn.svg")]
     plot: PathBuf,
+    /// Time one step op by op (each op submitted and waited for alone) for each mode, print the table
+    /// on stderr and exit.
+    #[arg(long)]
+    profile: bool,
     /// Print one JSON document on stdout (messages go to stderr).
     #[arg(long)]
     json: bool,
@@ -108,6 +112,19 @@ fn run(cli: &Cli) -> bitsparse::Result<bool> {
         modes.push(CacheMode::DenseMinimal);
     }
     modes.push(CacheMode::BitSparse);
+    if cli.profile {
+        for &m in &modes {
+            let mut model = trainer::model::Model::new(&mut gpu, &cfg, &corpus, m)?;
+            model.profile_step(&gpu, &corpus)?; // warm-up
+            let rows = model.profile_step(&gpu, &corpus)?;
+            let total: f64 = rows.iter().map(|r| r.1).sum();
+            eprintln!("[{}] one step, op by op: {total:.2} ms", m.name());
+            for (label, ms) in rows {
+                eprintln!("  {label:<20} {ms:>9.3} ms");
+            }
+        }
+        return Ok(true);
+    }
     let layers = cfg.layers as u64;
     let n = cfg.tokens as f64 * cfg.hidden() as f64;
     let mut progress = |mode: CacheMode, stats: &[trainer::model::StepStats]| {

@@ -9,7 +9,7 @@
 //
 // Layouts (row-major): !TRANS_A: A is M×K with row stride lda; TRANS_A: A is K×M (stride lda).
 //                      !TRANS_B: B is K×N with row stride ldb; TRANS_B: B is N×K (stride ldb).
-// C is M×N with row stride ldc. With OUT_BF16, N, ldc are even and each invocation writes whole words.
+// C is M×N with row stride ldc. M and N are multiples of 4; with OUT_BF16 each invocation writes whole words.
 
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;
@@ -64,9 +64,6 @@ fn load_b(i: u32) -> f32 {
 }
 
 fn a_at(m: u32, k: u32) -> f32 {
-    if (m >= dims.m) {
-        return 0.0;
-    }
     if (TRANS_A) {
         return load_a(k * dims.lda + m);
     }
@@ -74,15 +71,28 @@ fn a_at(m: u32, k: u32) -> f32 {
 }
 
 fn b_at(k: u32, n: u32) -> f32 {
-    if (n >= dims.n) {
-        return 0.0;
-    }
     if (TRANS_B) {
         return load_b(n * dims.ldb + k);
     }
     return load_b(k * dims.ldb + n);
 }
 
+fn store_row(m: u32, n0: u32, v: vec4<f32>) {
+    let base = m * dims.ldc + n0;
+    if (OUT_BF16) {
+        c_buf[base >> 1u] = to_bf16(v.x) | (to_bf16(v.y) << 16u);
+        c_buf[(base >> 1u) + 1u] = to_bf16(v.z) | (to_bf16(v.w) << 16u);
+    } else {
+        c_buf[base] = bitcast<u32>(v.x);
+        c_buf[base + 1u] = bitcast<u32>(v.y);
+        c_buf[base + 2u] = bitcast<u32>(v.z);
+        c_buf[base + 3u] = bitcast<u32>(v.w);
+    }
+}
+
+// M and N are multiples of 4 (the trainer checks its shapes), so a 4×4 tile is either wholly inside C
+// or wholly outside. The accumulators are four named vectors, not an indexed array: a dynamically
+// indexed local array becomes scratch memory on CPU drivers such as lavapipe.
 @compute @workgroup_size(16, 16, 1)
 fn gemm(@builtin(global_invocation_id) gid: vec3<u32>) {
     let m0 = gid.y * 4u;
@@ -90,39 +100,19 @@ fn gemm(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (m0 >= dims.m || n0 >= dims.n) {
         return;
     }
-    var acc: array<vec4<f32>, 4>;
-    for (var i = 0u; i < 4u; i++) {
-        acc[i] = vec4<f32>(0.0);
-    }
+    var c0 = vec4<f32>(0.0);
+    var c1 = vec4<f32>(0.0);
+    var c2 = vec4<f32>(0.0);
+    var c3 = vec4<f32>(0.0);
     for (var k = 0u; k < dims.k; k++) {
         let bv = vec4<f32>(b_at(k, n0), b_at(k, n0 + 1u), b_at(k, n0 + 2u), b_at(k, n0 + 3u));
-        for (var i = 0u; i < 4u; i++) {
-            acc[i] = acc[i] + a_at(m0 + i, k) * bv;
-        }
+        c0 = c0 + a_at(m0, k) * bv;
+        c1 = c1 + a_at(m0 + 1u, k) * bv;
+        c2 = c2 + a_at(m0 + 2u, k) * bv;
+        c3 = c3 + a_at(m0 + 3u, k) * bv;
     }
-    for (var i = 0u; i < 4u; i++) {
-        let m = m0 + i;
-        if (m >= dims.m) {
-            break;
-        }
-        let base = m * dims.ldc + n0;
-        if (OUT_BF16) {
-            // N is even and n0 a multiple of 4: pairs never straddle the edge.
-            c_buf[base >> 1u] = to_bf16(acc[i].x) | (to_bf16(acc[i].y) << 16u);
-            if (n0 + 2u < dims.n) {
-                c_buf[(base >> 1u) + 1u] = to_bf16(acc[i].z) | (to_bf16(acc[i].w) << 16u);
-            }
-        } else {
-            c_buf[base] = bitcast<u32>(acc[i].x);
-            if (n0 + 1u < dims.n) {
-                c_buf[base + 1u] = bitcast<u32>(acc[i].y);
-            }
-            if (n0 + 2u < dims.n) {
-                c_buf[base + 2u] = bitcast<u32>(acc[i].z);
-            }
-            if (n0 + 3u < dims.n) {
-                c_buf[base + 3u] = bitcast<u32>(acc[i].w);
-            }
-        }
-    }
+    store_row(m0, n0, c0);
+    store_row(m0 + 1u, n0, c1);
+    store_row(m0 + 2u, n0, c2);
+    store_row(m0 + 3u, n0, c3);
 }

@@ -145,6 +145,9 @@ pub struct Model {
 
 fn gemm(gpu: &mut Gpu, label: &'static str, v: GemmVariant, mnk: (u32, u32, u32), ld: (u32, u32, u32), a: Bind, b: Bind, c: Bind) -> Result<Dispatch> {
     let (m, n, k) = mnk;
+    if m % 4 != 0 || n % 4 != 0 {
+        return Err(bitsparse::Error::InvalidArgument(format!("{label}: GEMM shape {m}×{n} is not a multiple of 4")));
+    }
     let groups = (n.div_ceil(4).div_ceil(16), m.div_ceil(4).div_ceil(16), 1);
     gpu.dispatch(label, Kernel::Gemm(v), [m, n, k, ld.0, ld.1, ld.2, 0, 0], &[a, b, c], groups)
 }
@@ -346,6 +349,53 @@ impl Model {
         sync::submit(&gpu.queue, [enc.finish()]);
         self.step += 1;
         Ok(())
+    }
+
+    /// Runs one step op by op, each submitted and waited for alone, and returns the wall time of each op
+    /// summed by label (ms), slowest first. A diagnostic (`--profile`): it synchronises after every op.
+    pub fn profile_step(&mut self, gpu: &Gpu, corpus: &Corpus) -> Result<Vec<(String, f64)>> {
+        use std::collections::BTreeMap;
+        self.upload_step(gpu, corpus);
+        sync::wait_idle(&gpu.device)?;
+        let mut times: BTreeMap<String, f64> = BTreeMap::new();
+        let mut timed = |label: &str, f: &mut dyn FnMut(&mut wgpu::CommandEncoder) -> Result<()>| -> Result<()> {
+            let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("profile") });
+            f(&mut enc)?;
+            let start = std::time::Instant::now();
+            sync::submit(&gpu.queue, [enc.finish()]);
+            sync::wait_idle(&gpu.device)?;
+            *times.entry(label.to_string()).or_default() += start.elapsed().as_secs_f64() * 1e3;
+            Ok(())
+        };
+        let p = &self.plan;
+        let cache = &mut self.cache;
+        let run_ops = |v: &[Dispatch], timed: &mut dyn FnMut(&str, &mut dyn FnMut(&mut wgpu::CommandEncoder) -> Result<()>) -> Result<()>| -> Result<()> {
+            for d in v {
+                timed(d.label, &mut |enc| {
+                    record(enc, d.label, std::slice::from_ref(d));
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        };
+        timed("cache.begin_step", &mut |enc| cache.begin_step(enc))?;
+        run_ops(&p.embed, &mut timed)?;
+        for l in 0..self.cfg.layers as usize {
+            run_ops(&p.pre[l], &mut timed)?;
+            timed("cache.forward", &mut |enc| cache.forward(enc, l))?;
+            run_ops(&p.post[l], &mut timed)?;
+        }
+        run_ops(&p.head, &mut timed)?;
+        for l in (0..self.cfg.layers as usize).rev() {
+            run_ops(&p.bpre[l], &mut timed)?;
+            timed("cache.backward", &mut |enc| cache.backward(enc, l))?;
+            run_ops(&p.bpost[l], &mut timed)?;
+        }
+        run_ops(&p.tail, &mut timed)?;
+        self.step += 1;
+        let mut v: Vec<(String, f64)> = times.into_iter().collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ok(v)
     }
 
     /// Waits for the GPU and reads the statistics of steps `0..steps_done()` (a logging point).

@@ -1,0 +1,78 @@
+//! The demo trainer (demos/train_ffn): the cache modes train bit-identically, and the BitSparse cache's
+//! bytes match the densities the run reached. Runs on whatever adapter `GpuContext` picks (lavapipe
+//! here); without one the tests fail rather than skip.
+
+#[path = "../demos/train_ffn/mod.rs"]
+mod trainer;
+
+use bitsparse::context::{AdapterChoice, GpuContext};
+use trainer::{data::Corpus, gpu::Gpu, report::expected_stream_bytes, CacheMode, Config};
+
+fn gpu() -> Gpu {
+    let ctx = GpuContext::new(&AdapterChoice::default()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)");
+    Gpu::new(ctx.device, ctx.queue)
+}
+
+fn corpus(cfg: &Config) -> Corpus {
+    Corpus::new(trainer::data::DEFAULT_TEXT.as_bytes(), cfg.context).unwrap()
+}
+
+#[test]
+fn train_bit_identical_small() {
+    let cfg = Config::tiny();
+    let corpus = corpus(&cfg);
+    let mut gpu = gpu();
+    let modes = [CacheMode::DenseBaseline, CacheMode::DenseMinimal, CacheMode::BitSparse];
+    let report = trainer::run(&mut gpu, &cfg, &corpus, &modes, &mut |_, _| {}).unwrap();
+
+    assert!(report.bit_identical, "modes differ: {:?}", report.mismatch);
+    assert_eq!(report.steps, cfg.steps);
+    assert!(report.loss.iter().all(|l| l.is_finite()));
+    assert!(report.loss.last().unwrap() < report.loss.first().unwrap(), "the model did not learn: {:?}", report.loss);
+
+    // Dense sizes: x (2d) + r (2H) + a (2H) bytes per token per layer, and x + r.
+    let (d, h, l) = (cfg.d as f64, cfg.hidden() as f64, cfg.layers as f64);
+    assert_eq!(report.cache_bytes_per_token_dense, l * (2.0 * d + 4.0 * h));
+    assert_eq!(report.cache_bytes_per_token_dense_minimal, l * (2.0 * d + 2.0 * h));
+
+    // BitSparse bytes from the library's stream headers must match the nonzero counts measured by the
+    // trainer's own kernel: fixed sections + 15 or 16 bits per nonzero, each tile's stream rounded up to
+    // a word.
+    let n = cfg.tokens as u64 * cfg.hidden() as u64;
+    assert_eq!(report.final_density.len(), cfg.layers as usize);
+    let mut lo = cfg.layers as u64 * cfg.tokens as u64 * cfg.d as u64 * 2;
+    let mut hi = lo;
+    for &rho in &report.final_density {
+        assert!(rho > 0.05 && rho < 0.95, "density {rho} is not in a range that tests anything");
+        let nnz = (rho * n as f64).round() as u64;
+        let (a, b) = expected_stream_bytes(n, nnz, cfg.sign_pack).unwrap();
+        lo += a;
+        hi += b;
+    }
+    let t = cfg.tokens as f64;
+    let got = report.cache_bytes_per_token_bitsparse;
+    assert!(got >= lo as f64 / t && got <= hi as f64 / t, "bitsparse {got} B/token outside {}..{}", lo as f64 / t, hi as f64 / t);
+    // And the saving is what those bytes imply (a wrong accounting of either side moves it).
+    let expected_saving = 1.0 - got / report.cache_bytes_per_token_dense;
+    assert!((report.saving - expected_saving).abs() < 1e-12);
+    let mean_rho = report.final_density.iter().sum::<f64>() / l;
+    // Per layer and token: x (2d bytes) + mask (H/8) + 15 bits per nonzero (sign packed); the headers and
+    // tile tables add a little on top.
+    let approx = l * (2.0 * d + h / 8.0 + h * mean_rho * 15.0 / 8.0);
+    assert!(got >= approx && got < approx * 1.05 + 1.0, "bitsparse {got} B/token far from the density estimate {approx}");
+}
+
+#[test]
+fn train_bit_identical_detects_a_difference() {
+    // The comparison must be able to fail: two runs that differ only in the learning rate diverge.
+    let mut cfg = Config::tiny();
+    cfg.steps = 3;
+    let corpus = corpus(&cfg);
+    let mut gpu = gpu();
+    let a = trainer::run_mode(&mut gpu, &cfg, &corpus, CacheMode::DenseBaseline, &mut |_, _| {}).unwrap();
+    cfg.lr *= 1.0001;
+    let b = trainer::run_mode(&mut gpu, &cfg, &corpus, CacheMode::BitSparse, &mut |_, _| {}).unwrap();
+    let m = trainer::first_mismatch(&a, &b).expect("different learning rates must not compare equal");
+    // Step 0's loss is computed before the first update, so the first difference is a weight hash.
+    assert!(m.contains("weight hash"), "{m}");
+}
