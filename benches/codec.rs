@@ -3,7 +3,8 @@
 //!
 //! Flags (after `cargo bench --bench codec --`): `--quick`, `--out DIR`, `--results` (also write
 //! adapter-named copies into benches/results/), `--results-dir DIR`, `--adapter SUBSTR`, `--backend NAME`,
-//! `--json` (the JSON on stdout), `--no-progress`. Environment: `BITSPARSE_BENCH_QUICK=1`,
+//! `--json` (the JSON on stdout), `--no-progress`, `--no-verify`, `--replot FILE.json` (re-render the
+//! Markdown and plots of a kept JSON, no GPU needed). Environment: `BITSPARSE_BENCH_QUICK=1`,
 //! `BITSPARSE_BENCH_SIZES`, `BITSPARSE_BENCH_DENSITIES`, `BITSPARSE_BENCH_DTYPES`, `BITSPARSE_BENCH_OPS`,
 //! `BITSPARSE_BENCH_SIGN_PACK`, `BITSPARSE_BENCH_REPS`, `BITSPARSE_BENCH_NO_VERIFY`, `WGPU_ADAPTER_NAME`,
 //! `WGPU_BACKEND`.
@@ -17,10 +18,11 @@ struct Args {
     out: Option<PathBuf>,
     results_dir: Option<PathBuf>,
     json: bool,
+    replot: Option<PathBuf>,
 }
 
 fn parse() -> Result<Args, String> {
-    let mut a = Args { config: BenchConfig::new(), out: None, results_dir: None, json: false };
+    let mut a = Args { config: BenchConfig::new(), out: None, results_dir: None, json: false, replot: None };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
@@ -34,6 +36,7 @@ fn parse() -> Result<Args, String> {
             "--out" => a.out = Some(PathBuf::from(value("--out")?)),
             "--results" => a.results_dir = Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/results"))),
             "--results-dir" => a.results_dir = Some(PathBuf::from(value("--results-dir")?)),
+            "--replot" => a.replot = Some(PathBuf::from(value("--replot")?)),
             "--adapter" => a.config.adapter.adapter = Some(value("--adapter")?),
             "--backend" => a.config.adapter.backend = Some(value("--backend")?),
             other if other.starts_with('-') => return Err(format!("unknown flag `{other}` (see benches/README.md)")),
@@ -58,8 +61,15 @@ fn main() {
 }
 
 fn run(args: Args) -> bitsparse::Result<()> {
-    let config = args.config.with_env()?;
-    let report = bench::run(&config)?;
+    let report = match &args.replot {
+        // Re-renders the Markdown and plots of a kept JSON (e.g. one measured on the H200) without a GPU.
+        Some(json) => {
+            let text = std::fs::read_to_string(json)?;
+            serde_json::from_str::<bench::BenchReport>(&text)
+                .map_err(|e| bitsparse::Error::InvalidArgument(format!("{}: not a bench JSON: {e}", json.display())))?
+        }
+        None => bench::run(&args.config.with_env()?)?,
+    };
     let dir = args.out.unwrap_or_else(|| bench::default_out_dir(&report.adapter));
     let mut written = bench::write_outputs(&report, &dir, "")?;
     if let Some(keep) = args.results_dir {

@@ -135,7 +135,7 @@ impl BenchConfig {
     pub fn resolve(&self, cpu: bool) -> Result<Resolved> {
         let (sizes, reps, warmup, spin) = match (self.quick, cpu) {
             (true, _) => (vec![1 << 16, 1 << 18], 3, 1, 0.0),
-            (false, true) => (vec![1 << 20, 4 << 20, CPU_MAX_ELEMENTS], 5, 1, 0.0),
+            (false, true) => (vec![1 << 20, CPU_MAX_ELEMENTS], 5, 1, 0.0),
             (false, false) => (vec![1 << 20, 4 << 20, 16 << 20, 64 << 20, HEADLINE_ELEMENTS], 25, 3, 0.3),
         };
         let mut sizes = self.sizes.clone().unwrap_or(sizes);

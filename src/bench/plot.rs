@@ -12,6 +12,36 @@ use super::report::{human, BenchReport, Row};
 
 const SIZE: (u32, u32) = (1000, 640);
 
+/// Tableau 10: distinct at a glance, unlike a generated palette's pale yellows.
+const COLORS: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+fn color(i: usize) -> RGBColor {
+    COLORS[i % COLORS.len()]
+}
+
+/// The densities measured, for the x axis's labels.
+fn key_points(rows: &[&Row]) -> Vec<f64> {
+    let mut v: Vec<f64> = rows.iter().map(|r| r.density).collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.dedup();
+    v
+}
+
+fn density_label(x: &f64) -> String {
+    format!("{}", (x * 1000.0).round() / 1000.0)
+}
+
 fn plot_err<E: std::fmt::Display>(e: E) -> Error {
     Error::Io(std::io::Error::other(format!("plotting: {e}")))
 }
@@ -82,10 +112,12 @@ pub fn throughput_svg(report: &BenchReport) -> Result<String> {
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(64)
-            .build_cartesian_2d(x_range(&rows).log_scale(), 0.0..ymax)
+            .build_cartesian_2d(x_range(&rows).log_scale().with_key_points(key_points(&rows)), 0.0..ymax)
             .map_err(plot_err)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_label_formatter(&density_label)
             .x_desc("density (nonzeros / elements)")
             .y_desc("GB/s (bytes that must move)")
             .draw()
@@ -104,7 +136,7 @@ pub fn throughput_svg(report: &BenchReport) -> Result<String> {
 }
 
 /// Compression ratio against density for each dtype and sign mode, with the entropy bound's ratio
-/// (element bits ÷ bound bits) drawn as a thin line of the same colour.
+/// (element bits ÷ bound bits) drawn dashed in the same colour.
 pub fn ratio_svg(report: &BenchReport) -> Result<String> {
     let (n, rows) = headline(report);
     let rows: Vec<&Row> = rows.into_iter().filter(|r| r.op == Op::Compress).collect();
@@ -140,16 +172,23 @@ pub fn ratio_svg(report: &BenchReport) -> Result<String> {
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(64)
-            .build_cartesian_2d(xr.log_scale(), (ymin * 0.8..ymax * 1.25).log_scale())
+            .build_cartesian_2d(xr.log_scale().with_key_points(key_points(&rows)), (ymin * 0.8..ymax * 1.25).log_scale())
             .map_err(plot_err)?;
-        chart.configure_mesh().x_desc("density (nonzeros / elements)").y_desc("dense bytes / stored bytes").draw().map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_label_formatter(&density_label)
+            .x_desc("density (nonzeros / elements)")
+            .y_desc("dense bytes / stored bytes")
+            .draw()
+            .map_err(plot_err)?;
         for (i, (label, pts)) in bounds.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+            let c = color(i);
             chart
-                .draw_series(LineSeries::new(pts.iter().copied(), color.mix(0.5).stroke_width(1)))
+                .draw_series(DashedLineSeries::new(pts.iter().copied(), 6, 4, c.stroke_width(1)))
                 .map_err(plot_err)?
                 .label(label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.mix(0.5).stroke_width(1)));
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(1)));
         }
         // Measured series use the same colour as their bound (same order: sorted by dtype, sign mode).
         let mut ordered = data.clone();
@@ -178,14 +217,62 @@ where
     Y: Ranged<ValueType = f64>,
 {
     for (i, (label, pts)) in data.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+        let c = color(i);
         let width = if thin(label) { 1 } else { 2 };
         chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(width)))
+            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(width)))
             .map_err(plot_err)?
             .label(label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(plot_err)?;
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(plot_err)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::report::AdapterReport;
+
+    fn row(op: Op, sign_pack: bool, density: f64, elements: u64, gbps: f64, ratio: Option<f64>) -> Row {
+        Row {
+            op,
+            dtype: "bf16".into(),
+            sign_pack,
+            density,
+            measured_density: density,
+            elements,
+            reps: 5,
+            ms: 1.0,
+            gbps,
+            copy_fraction: 0.5,
+            ratio,
+            bound_fraction: ratio.map(|_| 0.9),
+        }
+    }
+
+    #[test]
+    fn plots_show_the_largest_size_and_the_bound() {
+        let mut rows = Vec::new();
+        for d in [0.5, 0.176, 0.01] {
+            rows.push(row(Op::Copy, false, d, 1 << 20, 100.0, None));
+            rows.push(row(Op::Compress, false, d, 1 << 20, 60.0, Some(2.0 / d.sqrt())));
+            rows.push(row(Op::Compress, true, d, 1 << 20, 50.0, Some(2.1 / d.sqrt())));
+            rows.push(row(Op::Compress, false, d, 1 << 10, 1.0, Some(1.5)));
+        }
+        let report = BenchReport {
+            adapter: AdapterReport { name: "Test GPU".into(), backend: "vulkan".into(), driver: "t".into() },
+            copy_gbps: 100.0,
+            rows,
+            notes: vec![],
+            context: vec![],
+        };
+        let t = throughput_svg(&report).unwrap();
+        assert!(t.starts_with("<svg") && t.contains("1M elements") && !t.contains("1K elements"));
+        assert!(t.contains("compress bf16 sign-packed") && t.contains("copy bf16"));
+        let r = ratio_svg(&report).unwrap();
+        assert!(r.contains("bound bf16 sign-packed") && r.contains("compress bf16"));
+        let empty = BenchReport { rows: vec![], ..report };
+        assert!(ratio_svg(&empty).unwrap().contains("no rows"));
+    }
 }

@@ -81,7 +81,7 @@ impl BenchReport {
         let mut s = String::new();
         let a = &self.adapter;
         let _ = writeln!(s, "# bitsparse benchmark: {} ({}, {})\n", a.name, a.backend, a.driver);
-        let _ = writeln!(s, "Copy shader: **{:.1} GB/s** (median of the copy runs interleaved with the kernels, largest size).\n", self.copy_gbps);
+        let _ = writeln!(s, "Copy shader: **{} GB/s** (median of the copy runs interleaved with the kernels, largest size).\n", sig(self.copy_gbps, 4));
         for c in &self.context {
             let _ = writeln!(s, "- {c}");
         }
@@ -108,15 +108,15 @@ impl BenchReport {
                 let opt = |v: Option<f64>, p: usize| v.map_or("–".to_string(), |v| format!("{v:.p$}"));
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {:.4} | {} | {:.4} | {:.1} | {:.3} | {} | {} |",
+                    "| {} | {} | {} | {} | {:.4} | {} | {} | {} | {:.3} | {} | {} |",
                     r.op,
                     r.dtype,
                     if r.sign_pack { "yes" } else { "no" },
                     r.density,
                     r.measured_density,
                     r.reps,
-                    r.ms,
-                    r.gbps,
+                    sig(r.ms, 4),
+                    sig(r.gbps, 3),
                     r.copy_fraction,
                     opt(r.ratio, 3),
                     opt(r.bound_fraction, 3)
@@ -132,6 +132,15 @@ impl BenchReport {
         }
         s
     }
+}
+
+/// `x` with `digits` significant digits (no exponent): `0.0812`, `1.23`, `4270`.
+pub fn sig(x: f64, digits: i32) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return format!("{x}");
+    }
+    let decimals = (digits - 1 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.decimals$}")
 }
 
 /// `201326592` → `192M`, `65536` → `64K`.
@@ -207,6 +216,14 @@ pub fn write_outputs(report: &BenchReport, dir: &Path, prefix: &str) -> Result<V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(sig(0.081234, 3), "0.0812");
+        assert_eq!(sig(1.2345, 3), "1.23");
+        assert_eq!(sig(4271.6, 3), "4272");
+        assert_eq!(sig(0.0, 3), "0");
+    }
 
     #[test]
     fn slug_is_file_safe() {
