@@ -14,6 +14,7 @@ pub mod container;
 pub mod context;
 pub mod cpu;
 pub mod error;
+pub mod files;
 pub mod format;
 pub mod fused;
 pub mod host;
