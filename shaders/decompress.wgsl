@@ -74,14 +74,17 @@ fn load_g(tile: u32, q: u32) -> vec4<u32> {
 }
 #endif
 
-// Value `k` (in the tile's stream starting at word `base`) of `width` bits.
-fn read_value(base: u32, k: u32, width: u32) -> u32 {
+// The tile's value stream, staged in workgroup memory by one coalesced cooperative load.
+var<workgroup> sval: array<u32, TILE * BITS / 32u>;
+
+// Value `k` of the staged stream, of `width` bits.
+fn read_value(k: u32, width: u32) -> u32 {
     let pos = k * width;
-    let w = base + (pos >> 5u);
+    let w = pos >> 5u;
     let sh = pos & 31u;
-    var x = get_val(w) >> sh;
+    var x = sval[w] >> sh;
     if sh + width > 32u {
-        x |= get_val(w + 1u) << (32u - sh);
+        x |= sval[w + 1u] << (32u - sh);
     }
     return x & ((1u << width) - 1u);
 }
@@ -139,6 +142,11 @@ fn decompress(
     }
     let s = wg_scan(counts, li, sg_lane, sg_size);
     let vbase = p.val_idx + (get_head(p.table_idx + tile) - p.val_base);
+    let words = stream_words(s.total.x + s.total.y + s.total.z + s.total.w, width);
+    for (var i = lid; i < words; i += WG) {
+        sval[i] = get_val(vbase + i);
+    }
+    workgroupBarrier();
 
     var before = 0u;
     for (var r = 0u; r < ROUNDS; r++) {
@@ -149,7 +157,7 @@ fn decompress(
         while bits != 0u {
             let j = firstTrailingBit(bits);
             bits &= bits - 1u;
-            let x = read_value(vbase, k, width);
+            let x = read_value(k, width);
             v[j / EPW] |= x << ((j % EPW) * BITS);
             k++;
         }
