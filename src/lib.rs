@@ -10,6 +10,7 @@
 
 pub mod arena;
 pub mod bench;
+pub mod conformance;
 pub mod container;
 pub mod context;
 pub mod cpu;

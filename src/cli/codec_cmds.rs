@@ -40,9 +40,11 @@ impl From<DTypeArg> for DType {
 /// `compress` options.
 #[derive(clap::Args, Debug)]
 pub struct CompressArgs {
-    /// Element type of the raw little-endian input.
+    /// Element type of a raw little-endian input (required for raw files). .safetensors and .npy files
+    /// (recognised by extension or content) carry their dtypes; a .npy void array (ml_dtypes' bfloat16
+    /// `V2`, FP8 `V1`) needs it.
     #[arg(long, value_enum)]
-    dtype: DTypeArg,
+    dtype: Option<DTypeArg>,
     /// Store values without their sign bit (for ReLU outputs). An input value with its sign bit set is an error.
     #[arg(long)]
     sign_pack: bool,
@@ -92,7 +94,14 @@ fn describe_error(e: &Error) -> String {
 }
 
 pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
-    let dtype = DType::from(a.dtype);
+    let given = a.dtype.map(DType::from);
+    let kind = super::file_cmds::sniff(&a.input, given.is_some());
+    if kind != bitsparse::files::Kind::Raw {
+        return super::file_cmds::compress(g, kind, &a.input, &a.output, given, a.sign_pack, a.verify, a.json);
+    }
+    let Some(dtype) = given else {
+        super::file_cmds::usage_error("--dtype is required for a raw element file (.safetensors and .npy files need none)")
+    };
     let options = Options { sign_pack: a.sign_pack };
     let data = read_input(&a.input)?;
     // Checked before opening a device: bad input should not wait for (or be masked by) the adapter.

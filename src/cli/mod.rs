@@ -8,10 +8,14 @@
 //! Adding a subcommand: a module with an `Args` struct (clap `Args`) and a `run(&Globals, &Args) ->
 //! Result<(), CliError>` function, one variant in [`Command`], one arm in [`run`].
 
+mod analyze;
+mod bench_cmd;
 mod codec_cmds;
 mod engine;
+mod file_cmds;
 mod info;
 mod output;
+mod selftest;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -43,6 +47,12 @@ pub enum Command {
     Compress(codec_cmds::CompressArgs),
     /// Restore the original bytes of a bitsparse container, on the GPU.
     Decompress(codec_cmds::DecompressArgs),
+    /// Measure what BitSparse does with each tensor of a .safetensors / .npy / raw activation dump.
+    Analyze(analyze::Args),
+    /// Run the benchmark sweep (as `cargo bench`) on the chosen adapter.
+    Bench(bench_cmd::Args),
+    /// Run the conformance suite (GPU against the CPU reference) on every adapter found.
+    Selftest(selftest::Args),
 }
 
 /// `--backend` values.
@@ -122,6 +132,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Info(a) => info::run(&g, a),
         Command::Compress(a) => codec_cmds::compress(&g, a),
         Command::Decompress(a) => codec_cmds::decompress(&g, a),
+        Command::Analyze(a) => analyze::run(&g, a),
+        Command::Bench(a) => bench_cmd::run(&g, a),
+        Command::Selftest(a) => selftest::run(&g, a),
     }
 }
 

@@ -204,35 +204,37 @@ impl ParsedFile {
 /// The npy magic (`\x93NUMPY`).
 pub const NPY_MAGIC: &[u8; 6] = b"\x93NUMPY";
 
-/// Decides what kind of file `bytes` (named `path`) is.
+/// Decides what kind of file `path` is from its name, its first bytes `head` (16 are enough) and its
+/// length `file_len`.
 ///
 /// By extension first (`.safetensors`, `.npy`). Otherwise by content: the npy magic means `.npy`; a
 /// plausible safetensors header (a little-endian length that fits the file, followed by `{`) means
 /// `.safetensors`, but only when no `--dtype` was given: with `--dtype` the user said the file is raw
 /// elements, and raw bytes can look like anything. Everything else is raw.
-pub fn detect(path: &std::path::Path, bytes: &[u8], dtype_given: bool) -> Kind {
+pub fn detect(path: &std::path::Path, head: &[u8], file_len: u64, dtype_given: bool) -> Kind {
     let ext = path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase());
     match ext.as_deref() {
         Some("safetensors") => return Kind::Safetensors,
         Some("npy") => return Kind::Npy,
         _ => {}
     }
-    if bytes.starts_with(NPY_MAGIC) {
+    if head.starts_with(NPY_MAGIC) {
         return Kind::Npy;
     }
-    if !dtype_given && looks_like_safetensors(bytes) {
+    if !dtype_given && looks_like_safetensors(head, file_len) {
         return Kind::Safetensors;
     }
     Kind::Raw
 }
 
-/// A plausible safetensors start: header length fits the file and the header opens a JSON object.
-pub fn looks_like_safetensors(bytes: &[u8]) -> bool {
-    if bytes.len() < 10 {
+/// A plausible safetensors start (`head`: the first bytes of a file of `file_len` bytes): the header
+/// length fits the file and the header opens a JSON object.
+pub fn looks_like_safetensors(head: &[u8], file_len: u64) -> bool {
+    if head.len() < 9 {
         return false;
     }
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0xff; 8]));
-    n >= 2 && n <= (bytes.len() - 8) as u64 && bytes[8] == b'{'
+    let n = u64::from_le_bytes(head[..8].try_into().unwrap_or([0xff; 8]));
+    n >= 2 && n <= file_len.saturating_sub(8) && head[8] == b'{'
 }
 
 /// Converts little-endian f32 elements to BF16 (round to nearest even), the form `analyze` measures F32
@@ -289,11 +291,13 @@ mod tests {
             v.extend_from_slice(b"{}");
             v
         };
-        assert_eq!(detect(Path::new("a.SafeTensors"), b"", false), Kind::Safetensors);
-        assert_eq!(detect(Path::new("a.npy"), b"", true), Kind::Npy);
-        assert_eq!(detect(Path::new("a.bin"), b"\x93NUMPY\x01\x00", true), Kind::Npy);
-        assert_eq!(detect(Path::new("a.bin"), &st, false), Kind::Safetensors);
-        assert_eq!(detect(Path::new("a.bin"), &st, true), Kind::Raw);
-        assert_eq!(detect(Path::new("a.bin"), &[0u8; 100], false), Kind::Raw);
+        let len = st.len() as u64;
+        assert_eq!(detect(Path::new("a.SafeTensors"), b"", 0, false), Kind::Safetensors);
+        assert_eq!(detect(Path::new("a.npy"), b"", 0, true), Kind::Npy);
+        assert_eq!(detect(Path::new("a.bin"), b"\x93NUMPY\x01\x00", 100, true), Kind::Npy);
+        assert_eq!(detect(Path::new("a.bin"), &st, len, false), Kind::Safetensors);
+        assert_eq!(detect(Path::new("a.bin"), &st, len - 1, false), Kind::Raw);
+        assert_eq!(detect(Path::new("a.bin"), &st, len, true), Kind::Raw);
+        assert_eq!(detect(Path::new("a.bin"), &[0u8; 100], 100, false), Kind::Raw);
     }
 }
