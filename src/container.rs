@@ -640,6 +640,57 @@ mod tests {
         assert!(matches!(r, Err(Error::PartialElement { bytes: 3, elem_bytes: 2 })));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Arbitrary damage (byte overwrites, a cut, an insertion) never panics, and whatever parses
+        /// still decodes to checked bytes or a `Corrupt` error.
+        #[test]
+        fn damaged_containers_never_panic(
+            edits in proptest::collection::vec((0usize..4096, proptest::prelude::any::<u8>()), 0..6),
+            cut in proptest::option::of(0usize..4096),
+            insert in proptest::option::of((0usize..4096, proptest::collection::vec(proptest::prelude::any::<u8>(), 1..64))),
+        ) {
+            let mut b = sample().to_bytes();
+            for (at, v) in edits {
+                let i = at % b.len();
+                b[i] = v;
+            }
+            if let Some((at, bytes)) = insert {
+                let i = at % (b.len() + 1);
+                b.splice(i..i, bytes);
+            }
+            if let Some(c) = cut {
+                b.truncate(c % (b.len() + 1));
+            }
+            if let Ok(c) = Container::parse(&b) {
+                match c.decode(fake_decompress) {
+                    Ok(_) | Err(Error::Corrupt(_)) => {}
+                    Err(e) => proptest::prop_assert!(false, "unexpected error kind {e:?}"),
+                }
+            }
+        }
+
+        /// Random bytes behind a valid container header (correct CRC, so record parsing is reached):
+        /// never a panic, never anything but `Corrupt`.
+        #[test]
+        fn random_records_are_corrupt(
+            count in 0u64..4,
+            total in 0u64..1000,
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512),
+        ) {
+            let b = Container { source: Source::Raw, records: vec![] }.to_bytes();
+            let mut b = with_header_field(&b, 20, &count.to_le_bytes());
+            b = with_header_field(&b, 28, &total.to_le_bytes());
+            b.extend_from_slice(&tail);
+            match Container::parse(&b) {
+                // The one valid case: an empty container.
+                Ok(c) => proptest::prop_assert!(count == 0 && total == 0 && tail.is_empty() && c.records.is_empty()),
+                Err(e) => proptest::prop_assert!(matches!(e, Error::Corrupt(_)), "{e:?}"),
+            }
+        }
+    }
+
     #[test]
     fn empty_raw_file() {
         let c = Container::raw(&[], DType::E5m2, Options::SIGN_PACK, fake_compress).unwrap();
