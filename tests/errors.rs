@@ -160,6 +160,29 @@ fn compress_ranges_outside_the_buffer() {
     }
 }
 
+/// The kernels touch whole 32-bit words: a range whose last word is not entirely inside its buffer (an
+/// odd-sized buffer ending with the range) is refused, not left to a wgpu validation panic.
+#[test]
+fn ranges_ending_inside_a_partial_last_word() {
+    let Some(r) = rig() else { return };
+    let n = 4099u64;
+    let odd = r.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("odd"), size: n, usage: STORAGE, mapped_at_creation: false });
+    assert_eq!(odd.size(), n);
+    let cap = r.codec.output_capacity(DType::E4m3, n, Options::default()).expect("cap");
+    let mut enc = encoder(&r.ctx);
+    let res = r.codec.compress(&mut enc, BufferRange::new(&odd, 0, n), DType::E4m3, n, Options::default(), BufferRange::new(&r.output, 0, cap));
+    assert!(matches!(res, Err(Error::OutOfBounds { offset: 0, size, buffer_size, .. }) if size == n && buffer_size == n), "compress input: {res:?}");
+    // The same data from a whole-word buffer compresses, and decompressing into the odd buffer is refused.
+    let even = buffer(&r.ctx, n, STORAGE);
+    let c = r
+        .codec
+        .compress(&mut enc, BufferRange::new(&even, 0, n), DType::E4m3, n, Options::default(), BufferRange::new(&r.output, 0, cap))
+        .expect("compress");
+    let res = r.codec.decompress(&mut enc, &c, BufferRange::new(&odd, 0, n));
+    assert!(matches!(res, Err(Error::OutOfBounds { .. })), "decompress output: {res:?}");
+    enc.finish();
+}
+
 #[test]
 fn compress_missing_storage_usage() {
     let Some(r) = rig() else { return };
