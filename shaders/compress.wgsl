@@ -172,30 +172,37 @@ fn compress(
         return;
     }
 
-    // Load the tile once: every element is read exactly once.
+    // Load the tile once: every element is read exactly once. Rounds and elements are indexed by
+    // loop counters with constant trip counts only (no data-dependent vector indexing, which would
+    // send the vectors to local memory).
     var v: array<vec4<u32>, ROUNDS>;
     var m: array<u32, ROUNDS>;
-    var counts = vec4<u32>(0u);
     var signs = 0u;
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        v[r] = load_vec(tile, q);
+        var x = load_vec(tile, q);
 #if FUSED_FWD
-        v[r] = relu_vec(v[r]);
-        let a = act_vec(v[r], p.act);
+        x = relu_vec(x);
+        let a = act_vec(x, p.act);
         if tile < p.full_tiles {
             a4[tile * VECS_PER_TILE + q] = a;
         } else {
             store_tail_vec(q, a, p.tail_len);
         }
 #endif
-        m[r] = nz_bits(v[r]) & valid_bits(tile, q);
-        counts[r] = countOneBits(m[r]);
-        signs |= sign_bits(v[r]) & m[r];
-        if m[r] != 0u {
-            atomicOr(&wg_mask[mask_word_of(r, li)], m[r] << mask_shift_of(li));
+        v[r] = x;
+        let mr = nz_bits(x) & valid_bits(tile, q);
+        m[r] = mr;
+        signs |= sign_bits(x) & mr;
+        if mr != 0u {
+            atomicOr(&wg_mask[mask_word_of(r, li)], mr << mask_shift_of(li));
         }
     }
+#if BITS8
+    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
+#else
+    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
+#endif
     let width = BITS - p.sign_pack;
     if p.sign_pack != 0u && signs != 0u {
         atomicOr(&scan[SCAN_STATUS], SIGN_BIT_SET);
@@ -212,30 +219,69 @@ fn compress(
 
     // Compact the values into the staging words (element order = (round, thread) order).
     let vmask = (1u << width) - 1u;
-    var before = 0u;
+    let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
     for (var r = 0u; r < ROUNDS; r++) {
-        var k = before + s.excl[r];
-        var bits = m[r];
-        while bits != 0u {
-            let j = firstTrailingBit(bits);
-            bits &= bits - 1u;
-            let x = elem(v[r], j) & vmask;
-            let pos = k * width;
-            let w = pos >> 5u;
-            let sh = pos & 31u;
-            atomicOr(&stage[w], x << sh);
-            if sh + width > 32u {
-                atomicOr(&stage[w + 1u], x >> (32u - sh));
+        var k = starts[r];
+        let mr = m[r];
+        let vr = v[r];
+        for (var e = 0u; e < EPV; e++) {
+            if ((mr >> e) & 1u) != 0u {
+                let x = (vr[e / EPW] >> ((e % EPW) * BITS)) & vmask;
+                let pos = k * width;
+                let w = pos >> 5u;
+                let sh = pos & 31u;
+                atomicOr(&stage[w], x << sh);
+                if sh + width > 32u {
+                    atomicOr(&stage[w + 1u], x >> (32u - sh));
+                }
+                k++;
             }
-            k++;
         }
-        before += s.total[r];
     }
 
     // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.
-    var look = tile;  // next tile to inspect is look - 1 (thread 0's private cursor)
+    var look = tile;  // next tile to inspect is look - 1 (the looking threads' private cursor)
     var acc = 0u;
     loop {
+#if SUBGROUP
+        // The first subgroup looks back over a whole window of predecessors at once.
+        if sg_id == 0u {
+            var state = 0u;
+            var spins = 0u;
+            loop {
+                if look == 0u {
+                    break;
+                }
+                var st = FLAG_INC; // lanes past tile 0 read as an inclusive prefix of 0
+                if sg_lane < look {
+                    st = atomicLoad(&scan[SCAN_TILES + look - 1u - sg_lane]);
+                }
+                let first_inc = subgroupMin(select(0xffffffffu, sg_lane, (st & FLAG_INC) != 0u));
+                let first_nr = subgroupMin(select(0xffffffffu, sg_lane, (st & (FLAG_INC | FLAG_AGG)) == 0u));
+                if first_inc < first_nr {
+                    acc += subgroupAdd(select(0u, st & VALUE_BITS, sg_lane <= first_inc));
+                    break;
+                }
+                let ready = min(first_nr, sg_size); // lanes before the first unpublished one
+                acc += subgroupAdd(select(0u, st & VALUE_BITS, sg_lane < ready));
+                look -= ready;
+                if ready > 0u {
+                    spins = 0u;
+                    continue;
+                }
+                spins++;
+                if spins >= SPIN_LIMIT {
+                    state = look; // tile look - 1 needs the fallback
+                    break;
+                }
+            }
+            if sg_lane == 0u {
+                wg_state = state;
+                wg_prefix = acc;
+                atomicStore(&wg_count, 0u);
+            }
+        }
+#else
         if lid == 0u {
             var state = 0u;
             var spins = 0u;
@@ -264,6 +310,7 @@ fn compress(
             wg_prefix = acc;
             atomicStore(&wg_count, 0u);
         }
+#endif
         let need = workgroupUniformLoad(&wg_state);
         if need == 0u {
             break;

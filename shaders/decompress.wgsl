@@ -129,17 +129,19 @@ fn decompress(
     let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
 
     var m: array<u32, ROUNDS>;
-    var counts = vec4<u32>(0u);
     for (var r = 0u; r < ROUNDS; r++) {
-        let q = r * WG + li;
         let mw = mask_word_of(r, li);
         var bits = 0u;
         if mw * 32u < tile_len {
             bits = (get_mask(p.mask_idx + tile * TILE_MASK_WORDS + mw) >> mask_shift_of(li)) & ((1u << EPV) - 1u);
         }
         m[r] = bits;
-        counts[r] = countOneBits(bits);
     }
+#if BITS8
+    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
+#else
+    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
+#endif
     let s = wg_scan(counts, li, sg_lane, sg_size);
     let vbase = p.val_idx + (get_head(p.table_idx + tile) - p.val_base);
     let words = stream_words(s.total.x + s.total.y + s.total.z + s.total.w, width);
@@ -148,20 +150,20 @@ fn decompress(
     }
     workgroupBarrier();
 
-    var before = 0u;
+    let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        var k = before + s.excl[r];
+        var k = starts[r];
         var v = vec4<u32>(0u);
-        var bits = m[r];
-        while bits != 0u {
-            let j = firstTrailingBit(bits);
-            bits &= bits - 1u;
-            let x = read_value(k, width);
-            v[j / EPW] |= x << ((j % EPW) * BITS);
-            k++;
+        let mr = m[r];
+        // Constant trip count: `e / EPW` is a static component once unrolled.
+        for (var e = 0u; e < EPV; e++) {
+            if ((mr >> e) & 1u) != 0u {
+                let x = read_value(k, width);
+                v[e / EPW] |= x << ((e % EPW) * BITS);
+                k++;
+            }
         }
-        before += s.total[r];
 #if FUSED_BWD
         let g = load_g(tile, q);
         if p.write_a != 0u {
