@@ -233,3 +233,57 @@ fn embedding_default_limits_device() {
         assert!(host::decompress_to_vec(&codec, &ctx.device, &ctx.queue, &s).expect("decompress_to_vec") == data);
     }
 }
+
+/// Buffers exactly as large as their ranges (rounded up to whole words), so any binding the codec makes
+/// past a range's end is a wgpu validation error: compress, decompress and the chunked path must stay
+/// inside the ranges they were given.
+#[test]
+fn embedding_tight_buffers() {
+    let Some(ctx) = common::vulkan() else { return };
+    let exact = |bytes: &[u8]| {
+        let mut b = bytes.to_vec();
+        b.resize(bytes.len().next_multiple_of(4).max(4), 0);
+        pool_of(&ctx, &b, "tight")
+    };
+    let empty = |size: u64| {
+        ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("tight"),
+            size: size.next_multiple_of(4).max(4),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        })
+    };
+    let configs = [
+        CodecConfig::default(),
+        CodecConfig { force_portable: true, ..Default::default() },
+        CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() },
+    ];
+    for config in configs {
+        let codec = Codec::with_config(&ctx.device, config.clone()).expect("codec");
+        for dtype in DType::ALL {
+            for n in [1u64, 3, 4097, 7 * 4096 + 5, 8 * 4096] {
+                for options in [Options::default(), Options::SIGN_PACK] {
+                    let what = format!("{config:?} {dtype} n={n} {options:?}");
+                    let data = cpu::synthetic_relu2(n as usize, 0.5, dtype, n);
+                    let dense = data.len() as u64;
+                    let cap = codec.output_capacity(dtype, n, options).expect("cap");
+                    let (input, stream, output) = (exact(&data), empty(cap), empty(dense));
+                    let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+                    let mut enc = ctx.device.create_command_encoder(&Default::default());
+                    let c = codec
+                        .compress(&mut enc, BufferRange::new(&input, 0, dense), dtype, n, options, BufferRange::new(&stream, 0, cap))
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    codec.decompress(&mut enc, &c, BufferRange::new(&output, 0, dense)).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    sync::submit(&ctx.queue, [enc.finish()]);
+                    if let Some(e) = pollster::block_on(scope.pop()) {
+                        panic!("{what}: wgpu validation error: {e}");
+                    }
+                    let back = sync::read_buffer(&ctx.device, &ctx.queue, &output, 0, dense).expect("read");
+                    assert!(back == data, "{what}: round trip differs");
+                    let s = host::read_compressed(&ctx.device, &ctx.queue, &c).expect("read_compressed");
+                    assert!(s == cpu::compress(&data, dtype, options).expect("cpu"), "{what}: stream differs");
+                }
+            }
+        }
+    }
+}
