@@ -54,7 +54,7 @@ pub struct CompressArgs {
     /// Print one JSON document with the sizes and ratio instead of a summary line.
     #[arg(long)]
     json: bool,
-    /// Raw input file.
+    /// Raw little-endian element file, .safetensors or .npy.
     input: PathBuf,
     /// Container to write.
     output: PathBuf,

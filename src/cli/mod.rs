@@ -43,7 +43,7 @@ pub struct Cli {
 pub enum Command {
     /// List the adapters, in enumeration order, with the codec path each would use.
     Info(info::Args),
-    /// Compress a raw little-endian element file into a bitsparse container, on the GPU.
+    /// Compress a raw element file, .safetensors or .npy into a bitsparse container, on the GPU.
     Compress(codec_cmds::CompressArgs),
     /// Restore the original bytes of a bitsparse container, on the GPU.
     Decompress(codec_cmds::DecompressArgs),
