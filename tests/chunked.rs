@@ -195,3 +195,57 @@ fn dispatch_2d_one_workgroup_per_dimension_chunked() {
         round_trip(&ctx, &codec, &data, dtype, Options::SIGN_PACK, &format!("2d + chunked {dtype}"));
     }
 }
+
+/// The GPU decodes a gapped stream the CPU placed (`cpu::place_chunked`), given as
+/// `Placement::Chunked`, at a non-zero offset: the chunked placement is a format fact, not a private
+/// agreement between the GPU compress and decompress.
+#[test]
+fn chunked_gpu_decodes_cpu_placed_stream() {
+    let Some(ctx) = common::vulkan() else { return };
+    let codec = Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() }).expect("codec");
+    let align = ctx.device.limits().min_storage_buffer_offset_alignment as u64;
+    for (dtype, options) in [(DType::F16, Options::SIGN_PACK), (DType::E5m2, Options::default())] {
+        let n = 14 * 4096 + 2049u64;
+        let data = cpu::synthetic_relu2(n as usize, DENSITY, dtype, 14);
+        let compact = cpu::compress(&data, dtype, options).expect("CPU compress");
+        // What this codec's chunks are: take them from a GPU compress of the same tensor.
+        let input = storage_with(&ctx, &{
+            let mut d = data.clone();
+            d.resize(d.len().next_multiple_of(4), 0);
+            d
+        });
+        let cap = codec.output_capacity(dtype, n, options).expect("cap");
+        let scratch = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("scratch"),
+            size: cap,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let probe = codec
+            .compress(&mut enc, BufferRange::new(&input, 0, data.len() as u64), dtype, n, options, BufferRange::new(&scratch, 0, cap))
+            .expect("compress");
+        drop(enc);
+        let Placement::Chunked { chunk_tiles } = probe.placement else { panic!("expected chunks, got {:?}", probe.placement) };
+        let placed = cpu::place_chunked(&compact, chunk_tiles).expect("place_chunked");
+        assert!(placed != compact, "the placed stream has no gaps: the test would prove nothing");
+        let mut contents = vec![0x5Au8; (2 * align) as usize];
+        contents.extend_from_slice(&placed);
+        contents.resize(contents.len().next_multiple_of(4) + 64, 0);
+        let sbuf = storage_with(&ctx, &contents);
+        let c = bitsparse::Compressed { layout: probe.layout, buffer: sbuf.clone(), offset: 2 * align, size: placed.len() as u64, placement: probe.placement };
+        let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("out"),
+            size: (data.len() as u64).next_multiple_of(4),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        codec.decompress(&mut enc, &c, BufferRange::new(&out, 0, data.len() as u64)).expect("decompress");
+        sync::submit(&ctx.queue, [enc.finish()]);
+        let back = sync::read_buffer(&ctx.device, &ctx.queue, &out, 0, data.len() as u64).expect("read");
+        assert!(back == data, "{dtype}: GPU decode of the CPU-placed chunked stream differs (first difference at byte {:?})", first_diff(&back, &data));
+        // read_compressed compacts it back to the CPU's bytes.
+        assert!(host::read_compressed(&ctx.device, &ctx.queue, &c).expect("read_compressed") == compact, "{dtype}: compaction differs");
+    }
+}
