@@ -7,6 +7,10 @@ use crate::kernels;
 
 /// Invocations per workgroup of `copy.wgsl`.
 const WG: u64 = 256;
+/// Most workgroups per dispatch; the shader's grid-stride loop covers the rest. On the H200 this cap
+/// copied 201M BF16 elements at 4.01 TB/s against 3.74 TB/s for a grid covering every word
+/// (2-D past 65535 workgroups), and 1 GiB at 4.10 against 3.93 TB/s; 8448 or 16896 were in between.
+const GRID_CAP: u64 = 32768;
 
 /// The copy pipeline of a device.
 pub struct CopyKernel {
@@ -73,7 +77,7 @@ impl CopyKernel {
                     wgpu::BindGroupEntry { binding: 2, resource: params.as_entire_binding() },
                 ],
             });
-            let wgs = words4.div_ceil(WG);
+            let wgs = words4.div_ceil(WG).min(GRID_CAP);
             let x = wgs.min(self.max_wg_dim);
             let y = wgs.div_ceil(x).min(self.max_wg_dim);
             groups.push((group, x as u32, y as u32));
