@@ -319,7 +319,11 @@ fn compress(
         let ft = need - 1u;
         var c = 0u;
         for (var r = 0u; r < ROUNDS; r++) {
-            c += countOneBits(nz_bits(src4[ft * VECS_PER_TILE + r * WG + li]));
+            var fx = src4[ft * VECS_PER_TILE + r * WG + li];
+#if FUSED_FWD
+            fx = relu_vec(fx); // the fused forward stores relu(z): count what the tile itself counts
+#endif
+            c += countOneBits(nz_bits(fx));
         }
         atomicAdd(&wg_count, c);
         workgroupBarrier();
