@@ -48,6 +48,17 @@ struct Cli {
     /// Also run the minimal dense cache (x + r, a recomputed) as a third mode.
     #[arg(long)]
     with_minimal: bool,
+    /// Also run BitSparse through the plain codec (worst-case slots, the trainer's own activation
+    /// kernels) as a cross-check of the arena path.
+    #[arg(long)]
+    with_codec: bool,
+    /// Arena capacity in bytes for the BitSparse mode (default: sized for --arena-density). A small
+    /// value shows the overflow recovery: the failed steps change no weights, the arena grows, they re-run.
+    #[arg(long)]
+    arena_bytes: Option<u64>,
+    /// Density of relu(z) the initial arena is sized for.
+    #[arg(long, default_value_t = Config::default().arena_density)]
+    arena_density: f64,
     /// Train on this UTF-8/ASCII text file instead of the shipped one (bytes are the characters).
     #[arg(long)]
     text: Option<PathBuf>,
@@ -97,6 +108,8 @@ fn run(cli: &Cli) -> bitsparse::Result<bool> {
         seed: cli.seed,
         log_every: cli.log_every,
         sign_pack: !cli.no_sign_pack,
+        arena_bytes: cli.arena_bytes,
+        arena_density: cli.arena_density,
     };
     cfg.validate()?;
     let text = match &cli.text {
@@ -110,6 +123,9 @@ fn run(cli: &Cli) -> bitsparse::Result<bool> {
     let mut modes = vec![CacheMode::DenseBaseline];
     if cli.with_minimal {
         modes.push(CacheMode::DenseMinimal);
+    }
+    if cli.with_codec {
+        modes.push(CacheMode::BitSparseCodec);
     }
     modes.push(CacheMode::BitSparse);
     if cli.profile {

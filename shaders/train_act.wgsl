@@ -6,6 +6,8 @@
 //             a = bf16_rne(r * r)                     (r * r is exact in f32 for a BF16 r)
 //   backward  dz = bf16_rne(2.0 * r * g)              (exact in f32 too, before the rounding)
 //             a  = bf16_rne(r * r) again where the cache did not keep a
+// They come from the library's own `lib/act.wgsl` (relu_bits, act_bits, grad_bits: NaN results are the
+// canonical quiet NaN), so the dense modes and the fused kernels cannot drift apart.
 // BF16 tensors are packed two per u32 word (element i in word i/2, low half first); each invocation
 // handles one word, i.e. two elements. Grids are 2-D (x up to 32768 workgroups) to stay under the
 // 65535-per-dimension limit on large configurations.
@@ -27,32 +29,10 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> b3: array<u32>;
 @group(0) @binding(4) var<storage, read_write> b4: array<u32>;
 
-fn to_bf16(x: f32) -> u32 {
-    let u = bitcast<u32>(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
-        return (u >> 16u) | 0x40u;
-    }
-    return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
-}
+// Activation code of lib/act.wgsl for relu(z)².
+const RELU2: u32 = 1u;
 
-fn relu_bits(h: u32) -> u32 {
-    if ((h & 0x7fffu) > 0x7f80u) {
-        return h; // NaN propagates unchanged
-    }
-    if ((h & 0x8000u) != 0u) {
-        return 0u; // negatives and -0.0
-    }
-    return h;
-}
-
-fn bf16_f32(h: u32) -> f32 {
-    return bitcast<f32>(h << 16u);
-}
-
-fn square_bf16(r: u32) -> u32 {
-    let x = bf16_f32(r);
-    return to_bf16(x * x);
-}
+#include "lib/act.wgsl"
 
 fn linear_index(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return (wg.y * nwg.x + wg.x) * 256u + lid;
@@ -72,7 +52,7 @@ fn act_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw
     if (p.flag != 0u) {
         b2[i] = r0 | (r1 << 16u);
     }
-    b3[i] = square_bf16(r0) | (square_bf16(r1) << 16u);
+    b3[i] = act_bits(r0, RELU2) | (act_bits(r1, RELU2) << 16u);
 }
 
 // b1 = r (in), b2 = g (in), b3 = dz (out), b4 = a (out, written when flag != 0).
@@ -87,10 +67,8 @@ fn act_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
     let gw = b2[i];
     let r0 = rw & 0xffffu;
     let r1 = rw >> 16u;
-    let d0 = to_bf16(2.0 * bf16_f32(r0) * bf16_f32(gw & 0xffffu));
-    let d1 = to_bf16(2.0 * bf16_f32(r1) * bf16_f32(gw >> 16u));
-    b3[i] = d0 | (d1 << 16u);
+    b3[i] = grad_bits(r0, gw & 0xffffu, RELU2) | (grad_bits(r1, gw >> 16u, RELU2) << 16u);
     if (p.flag != 0u) {
-        b4[i] = square_bf16(r0) | (square_bf16(r1) << 16u);
+        b4[i] = act_bits(r0, RELU2) | (act_bits(r1, RELU2) << 16u);
     }
 }

@@ -22,7 +22,7 @@ fn train_bit_identical_small() {
     let cfg = Config::tiny();
     let corpus = corpus(&cfg);
     let mut gpu = gpu();
-    let modes = [CacheMode::DenseBaseline, CacheMode::DenseMinimal, CacheMode::BitSparse];
+    let modes = [CacheMode::DenseBaseline, CacheMode::DenseMinimal, CacheMode::BitSparseCodec, CacheMode::BitSparse];
     let report = trainer::run(&mut gpu, &cfg, &corpus, &modes, &mut |_, _| {}).unwrap();
 
     assert!(report.bit_identical, "modes differ: {:?}", report.mismatch);
@@ -35,9 +35,9 @@ fn train_bit_identical_small() {
     assert_eq!(report.cache_bytes_per_token_dense, l * (2.0 * d + 4.0 * h));
     assert_eq!(report.cache_bytes_per_token_dense_minimal, l * (2.0 * d + 2.0 * h));
 
-    // BitSparse bytes from the library's stream headers must match the nonzero counts measured by the
-    // trainer's own kernel: fixed sections + 15 or 16 bits per nonzero, each tile's stream rounded up to
-    // a word.
+    // BitSparse bytes from the library's arena accounting (slot sizes and head) must match the nonzero
+    // counts measured by the trainer's own kernel: fixed sections + 15 or 16 bits per nonzero, each
+    // tile's stream rounded up to a word; the arena's slack between tensors is small.
     let n = cfg.tokens as u64 * cfg.hidden() as u64;
     assert_eq!(report.final_density.len(), cfg.layers as usize);
     let mut lo = cfg.layers as u64 * cfg.tokens as u64 * cfg.d as u64 * 2;
@@ -50,8 +50,14 @@ fn train_bit_identical_small() {
         hi += b;
     }
     let t = cfg.tokens as f64;
+    assert_eq!(report.bitsparse_storage, "arena");
+    let arena = report.modes.iter().find(|m| m.mode == "bitsparse").unwrap();
+    let codec = report.modes.iter().find(|m| m.mode == "bitsparse-codec").unwrap();
+    assert_eq!(arena.layer_bytes, codec.layer_bytes, "arena and plain codec store different sizes");
+    assert!(arena.slack_bytes_per_token * t <= 16.0 * l, "arena slack {} B", arena.slack_bytes_per_token * t);
     let got = report.cache_bytes_per_token_bitsparse;
-    assert!(got >= lo as f64 / t && got <= hi as f64 / t, "bitsparse {got} B/token outside {}..{}", lo as f64 / t, hi as f64 / t);
+    let streams = got - arena.slack_bytes_per_token;
+    assert!(streams >= lo as f64 / t && streams <= hi as f64 / t, "bitsparse {streams} B/token outside {}..{}", lo as f64 / t, hi as f64 / t);
     // And the saving is what those bytes imply (a wrong accounting of either side moves it).
     let expected_saving = 1.0 - got / report.cache_bytes_per_token_dense;
     assert!((report.saving - expected_saving).abs() < 1e-12);
@@ -60,6 +66,21 @@ fn train_bit_identical_small() {
     // tile tables add a little on top.
     let approx = l * (2.0 * d + h / 8.0 + h * mean_rho * 15.0 / 8.0);
     assert!(got >= approx && got < approx * 1.05 + 1.0, "bitsparse {got} B/token far from the density estimate {approx}");
+}
+
+#[test]
+fn train_bit_identical_arena_regrow() {
+    // An arena far too small: the first steps overflow, their gated updates change nothing, the trainer
+    // finds the failure at its logging point, grows the arena and re-runs them; the result is still
+    // bit-identical to the dense run.
+    let mut cfg = Config::tiny();
+    cfg.arena_bytes = Some(4096);
+    let corpus = corpus(&cfg);
+    let mut gpu = gpu();
+    let report = trainer::run(&mut gpu, &cfg, &corpus, &[CacheMode::DenseBaseline, CacheMode::BitSparse], &mut |_, _| {}).unwrap();
+    assert!(report.bit_identical, "modes differ: {:?}", report.mismatch);
+    let arena = report.modes.iter().find(|m| m.mode == "bitsparse").unwrap();
+    assert!(arena.regrows >= 1, "the tiny arena never overflowed");
 }
 
 #[test]

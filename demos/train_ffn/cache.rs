@@ -8,10 +8,13 @@
 //! Because every mode computes those with the same formulas (CONVENTIONS.md), the modes are
 //! bit-identical — which the trainer checks at every step.
 //!
-//! To plug in the library's GPU arena and fused kernels (issue 3), implement [`HiddenCache`] with the
-//! fused forward (z → a dense + compressed r in the arena) and the fused backward (compressed r, g → dz
-//! and a); `begin_step` resets the arena, `end_step` can gate the update on the arena's "step ok".
+//! Modes: [`DenseCache`] (autograd baseline x + r + a, or minimal x + r), [`ArenaCache`] (BitSparse:
+//! the library's GPU arena with its fused forward/backward kernels; the weight update is gated on the
+//! arena's "step ok") and [`CodecCache`] (BitSparse through the plain codec into worst-case slots,
+//! kept as a cross-check of the arena path).
 
+use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, GateArgs, Slot};
+use bitsparse::fused::Activation;
 use bitsparse::{BufferRange, Codec, Compressed, DType, Layout, Options, Result};
 
 use super::config::{CacheMode, Config};
@@ -34,6 +37,24 @@ pub struct LayerBytes {
     pub reserved: u64,
 }
 
+/// What a cache holds, from its own (or the library's) accounting.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CacheBytes {
+    /// Per layer.
+    pub layers: Vec<LayerBytes>,
+    /// Bytes held beyond the layers' streams (arena alignment slack between tensors).
+    pub slack: u64,
+    /// Bytes reserved in all (arena capacity, or the sum of the per-layer reservations).
+    pub reserved: u64,
+}
+
+impl CacheBytes {
+    /// Everything held: streams plus slack.
+    pub fn stored(&self) -> u64 {
+        self.layers.iter().map(|l| l.stored).sum::<u64>() + self.slack
+    }
+}
+
 /// The hook a cache mode implements.
 pub trait HiddenCache {
     /// Name for reports.
@@ -50,9 +71,20 @@ pub trait HiddenCache {
     fn forward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()>;
     /// Backward of layer `l`: (kept r, g) → dz and a.
     fn backward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()>;
-    /// Bytes per layer held after the last forward. Compressed modes read sizes back from the GPU, so
-    /// call this only at logging points (it synchronises).
-    fn layer_bytes(&self, gpu: &Gpu) -> Result<Vec<LayerBytes>>;
+    /// Records the gate of the weight update, after the step's last push: indirect dispatch arguments
+    /// that become (0, 0, 0) when the step failed. `None`: the update is not gated.
+    fn gate(&mut self, _enc: &mut wgpu::CommandEncoder, _grid: (u32, u32, u32)) -> Result<Option<GateArgs>> {
+        Ok(None)
+    }
+    /// At a logging point (synchronises): did every step since the last check succeed? On `Ok(false)`
+    /// the cache has already grown itself and the caller must restore its checkpoint and re-run the
+    /// steps since then (the failed steps changed no weights). Other failures are errors.
+    fn verify(&mut self, _gpu: &Gpu) -> Result<bool> {
+        Ok(true)
+    }
+    /// Bytes held after the last forward. Compressed modes read sizes back from the GPU, so call this
+    /// only at logging points (it synchronises).
+    fn bytes(&self, gpu: &Gpu) -> Result<CacheBytes>;
 }
 
 /// Builds the cache of `mode`.
@@ -60,7 +92,8 @@ pub fn build(mode: CacheMode, gpu: &mut Gpu, bufs: &StepBuffers, cfg: &Config) -
     Ok(match mode {
         CacheMode::DenseBaseline => Box::new(DenseCache::new(gpu, bufs, cfg, true)?),
         CacheMode::DenseMinimal => Box::new(DenseCache::new(gpu, bufs, cfg, false)?),
-        CacheMode::BitSparse => Box::new(CodecCache::new(gpu, bufs, cfg)?),
+        CacheMode::BitSparse => Box::new(ArenaCache::new(gpu, bufs, cfg)?),
+        CacheMode::BitSparseCodec => Box::new(CodecCache::new(gpu, bufs, cfg)?),
     })
 }
 
@@ -137,9 +170,10 @@ impl HiddenCache for DenseCache {
         record(enc, "cache.backward", std::slice::from_ref(&self.bwd[l]));
         Ok(())
     }
-    fn layer_bytes(&self, _gpu: &Gpu) -> Result<Vec<LayerBytes>> {
+    fn bytes(&self, _gpu: &Gpu) -> Result<CacheBytes> {
         let per = if self.keep_a { 2 * self.bytes } else { self.bytes };
-        Ok(self.r.iter().map(|_| LayerBytes { stored: per, reserved: per }).collect())
+        let layers: Vec<_> = self.r.iter().map(|_| LayerBytes { stored: per, reserved: per }).collect();
+        Ok(CacheBytes { reserved: per * layers.len() as u64, layers, slack: 0 })
     }
 }
 
@@ -177,7 +211,7 @@ impl CodecCache {
 
 impl HiddenCache for CodecCache {
     fn name(&self) -> &'static str {
-        CacheMode::BitSparse.name()
+        CacheMode::BitSparseCodec.name()
     }
     fn forward_a(&self, _l: usize) -> &wgpu::Buffer {
         &self.a_scratch
@@ -200,14 +234,148 @@ impl HiddenCache for CodecCache {
         record(enc, "cache.backward", std::slice::from_ref(&self.bwd));
         Ok(())
     }
-    fn layer_bytes(&self, gpu: &Gpu) -> Result<Vec<LayerBytes>> {
-        let mut out = Vec::new();
+    fn bytes(&self, gpu: &Gpu) -> Result<CacheBytes> {
+        let mut layers = Vec::new();
         for c in &self.compressed {
             let c = c.as_ref().ok_or_else(|| bitsparse::Error::InvalidArgument("no forward recorded yet".into()))?;
             let h = bitsparse::host::read_header(&gpu.device, &gpu.queue, c)?;
             bitsparse::host::check_status(&h, &c.layout)?;
-            out.push(LayerBytes { stored: c.layout.compact_bytes(h.value_words as u64), reserved: c.size });
+            layers.push(LayerBytes { stored: c.layout.compact_bytes(h.value_words as u64), reserved: c.size });
         }
-        Ok(out)
+        Ok(CacheBytes { reserved: layers.iter().map(|l| l.reserved).sum(), layers, slack: 0 })
+    }
+}
+
+/// BitSparse through the library's GPU arena and fused kernels: the forward's one pass over z writes the
+/// dense a for the W₂ GEMM and pushes the compressed r into the arena; the backward's one pass over the
+/// compressed r and g writes dz and the a the dW₂ GEMM needs. The arena is reset at the start of each
+/// step (whole-step release) and the weight update is gated on it, so an overflowing step changes no
+/// weights; [`HiddenCache::verify`] finds that at the next logging point, grows the arena with the
+/// library's [`ArenaSizer`] and asks the trainer to re-run from its checkpoint.
+pub struct ArenaCache {
+    codec: Codec,
+    arena: Arena,
+    sizer: ArenaSizer,
+    slots: Vec<Option<Slot>>,
+    z: wgpu::Buffer,
+    g: wgpu::Buffer,
+    dz: wgpu::Buffer,
+    a_scratch: wgpu::Buffer,
+    n: u64,
+    options: Options,
+    /// Times the arena was grown after an overflow.
+    pub regrows: u32,
+}
+
+/// The arena capacity the trainer starts with: the compressed size of every layer at density `rho`,
+/// plus the sizing policy's headroom, rounded to 16 bytes.
+pub fn initial_arena_bytes(cfg: &Config, rho: f64) -> Result<u64> {
+    let n = hidden_elems(cfg);
+    let layout = Layout::new(DType::Bf16, n, Options { sign_pack: cfg.sign_pack })?;
+    let values = (n as f64 * rho * layout.value_width() as f64 / 32.0).ceil() as u64 + layout.tiles;
+    let per_layer = layout.compact_bytes(values) + 256;
+    let total = (per_layer * cfg.layers as u64) as f64 * (1.0 + ArenaSizer::HEADROOM);
+    Ok((total.ceil() as u64).div_ceil(16) * 16)
+}
+
+impl ArenaCache {
+    fn new(gpu: &mut Gpu, bufs: &StepBuffers, cfg: &Config) -> Result<ArenaCache> {
+        let codec = Codec::new(&gpu.device)?;
+        let n = hidden_elems(cfg);
+        let capacity = match cfg.arena_bytes {
+            Some(b) => b.div_ceil(16) * 16,
+            None => initial_arena_bytes(cfg, cfg.arena_density)?,
+        };
+        let arena = Arena::new(&codec, ArenaConfig::new(capacity))?;
+        Ok(ArenaCache {
+            codec,
+            arena,
+            sizer: ArenaSizer::default(),
+            slots: vec![None; cfg.layers as usize],
+            z: bufs.z.clone(),
+            g: bufs.g.clone(),
+            dz: bufs.dz.clone(),
+            a_scratch: gpu.buffer("cache.a_scratch", n * 2),
+            n,
+            options: Options { sign_pack: cfg.sign_pack },
+            regrows: 0,
+        })
+    }
+}
+
+impl HiddenCache for ArenaCache {
+    fn name(&self) -> &'static str {
+        CacheMode::BitSparse.name()
+    }
+    fn forward_a(&self, _l: usize) -> &wgpu::Buffer {
+        &self.a_scratch
+    }
+    fn backward_a(&self, _l: usize) -> &wgpu::Buffer {
+        &self.a_scratch
+    }
+    fn begin_step(&mut self, enc: &mut wgpu::CommandEncoder) -> Result<()> {
+        self.arena.reset(enc);
+        self.slots.iter_mut().for_each(|s| *s = None);
+        Ok(())
+    }
+    fn forward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()> {
+        let bytes = self.n * 2;
+        let slot = self.arena.fused_forward(
+            enc,
+            BufferRange::new(&self.z, 0, bytes),
+            self.n,
+            Activation::Relu2,
+            self.options,
+            BufferRange::new(&self.a_scratch, 0, bytes),
+        )?;
+        self.slots[l] = Some(slot);
+        Ok(())
+    }
+    fn backward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()> {
+        let bytes = self.n * 2;
+        let slot = self.slots[l]
+            .as_ref()
+            .ok_or_else(|| bitsparse::Error::InvalidArgument(format!("backward of layer {l} before its forward")))?;
+        self.arena.fused_backward(
+            enc,
+            slot,
+            Activation::Relu2,
+            BufferRange::new(&self.g, 0, bytes),
+            BufferRange::new(&self.dz, 0, bytes),
+            Some(BufferRange::new(&self.a_scratch, 0, bytes)),
+        )
+    }
+    fn gate(&mut self, enc: &mut wgpu::CommandEncoder, grid: (u32, u32, u32)) -> Result<Option<GateArgs>> {
+        Ok(Some(self.arena.gate(enc, [grid.0, grid.1, grid.2])?))
+    }
+    fn verify(&mut self, gpu: &Gpu) -> Result<bool> {
+        let status = self.arena.read_status(&gpu.queue)?;
+        self.sizer.observe(&status);
+        match status.check() {
+            Ok(()) => Ok(true),
+            Err(bitsparse::Error::ArenaOverflow { .. }) => {
+                let grown = self.sizer.recommended_bytes().max(status.capacity_bytes * 2);
+                self.arena = Arena::new(&self.codec, ArenaConfig::new(grown))?;
+                self.slots.iter_mut().for_each(|s| *s = None);
+                self.regrows += 1;
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+    fn bytes(&self, gpu: &Gpu) -> Result<CacheBytes> {
+        let status = self.arena.read_status(&gpu.queue)?;
+        status.check()?;
+        let mut layers = Vec::new();
+        for s in &self.slots {
+            let s = s.as_ref().ok_or_else(|| bitsparse::Error::InvalidArgument("no forward recorded yet".into()))?;
+            let (st, compact) = self.arena.read_slot(&gpu.queue, s)?;
+            if st != 0 {
+                return Err(bitsparse::Error::InvalidArgument(format!("arena slot status {st:#x}")));
+            }
+            layers.push(LayerBytes { stored: compact, reserved: compact });
+        }
+        let streams: u64 = layers.iter().map(|l| l.stored).sum();
+        Ok(CacheBytes { slack: status.used_bytes.saturating_sub(streams), reserved: status.capacity_bytes, layers })
     }
 }

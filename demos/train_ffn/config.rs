@@ -9,8 +9,12 @@ pub enum CacheMode {
     DenseBaseline,
     /// Dense r only; backward recomputes a = r² (the minimal dense cache).
     DenseMinimal,
-    /// r compressed by the library (BitSparse); backward rebuilds r, a and dL/dz from it.
+    /// r compressed into the library's GPU arena by its fused forward; the fused backward rebuilds a and
+    /// dL/dz from it (BitSparse).
     BitSparse,
+    /// r compressed by the library's plain codec into per-layer worst-case slots, a and dL/dz rebuilt by
+    /// the trainer's kernels (a cross-check of the arena path).
+    BitSparseCodec,
 }
 
 impl CacheMode {
@@ -20,6 +24,7 @@ impl CacheMode {
             CacheMode::DenseBaseline => "dense",
             CacheMode::DenseMinimal => "dense-minimal",
             CacheMode::BitSparse => "bitsparse",
+            CacheMode::BitSparseCodec => "bitsparse-codec",
         }
     }
 }
@@ -46,20 +51,25 @@ pub struct Config {
     pub log_every: u32,
     /// Store the compressed r without its sign bit (ReLU output is never negative).
     pub sign_pack: bool,
+    /// Arena capacity for the BitSparse mode; `None`: sized for `arena_density` (see
+    /// `cache::initial_arena_bytes`).
+    pub arena_bytes: Option<u64>,
+    /// Density the initial arena is sized for when `arena_bytes` is `None`.
+    pub arena_density: f64,
 }
 
 impl Default for Config {
     /// The small configuration `cargo run --release --example train_ffn` uses: well under two minutes
     /// for all three modes on lavapipe.
     fn default() -> Config {
-        Config { d: 64, layers: 4, tokens: 256, context: 4, steps: 150, lr: 3e-3, seed: 1, log_every: 25, sign_pack: true }
+        Config { d: 64, layers: 4, tokens: 256, context: 4, steps: 150, lr: 3e-3, seed: 1, log_every: 25, sign_pack: true, arena_bytes: None, arena_density: 0.5 }
     }
 }
 
 impl Config {
     /// A tiny configuration for tests.
     pub fn tiny() -> Config {
-        Config { d: 32, layers: 4, tokens: 64, context: 3, steps: 8, lr: 1e-2, seed: 7, log_every: 4, sign_pack: true }
+        Config { d: 32, layers: 4, tokens: 64, context: 3, steps: 8, lr: 1e-2, seed: 7, log_every: 4, sign_pack: true, arena_bytes: None, arena_density: 0.5 }
     }
 
     /// FFN hidden width, 4d.
@@ -78,6 +88,9 @@ impl Config {
         }
         if self.layers == 0 || self.context == 0 || self.steps == 0 || self.log_every == 0 {
             return bad("--layers, --context, --steps and --log-every must be positive");
+        }
+        if !(self.arena_density > 0.0 && self.arena_density <= 1.0) {
+            return bad("--arena-density must be in (0, 1]");
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return bad("--lr must be a positive number");

@@ -23,6 +23,9 @@ use gpu::Gpu;
 use model::{Model, StepStats};
 pub use report::Report;
 
+/// Arena regrows after which a run gives up.
+const MAX_REGROWS: u32 = 8;
+
 /// One mode's run.
 #[derive(Clone, Debug)]
 pub struct ModeRun {
@@ -31,8 +34,10 @@ pub struct ModeRun {
     pub stats: Vec<StepStats>,
     /// Final weights (f32 bits).
     pub params: Vec<u32>,
-    /// Hidden-cache bytes per layer after the last forward.
-    pub layer_bytes: Vec<cache::LayerBytes>,
+    /// Hidden-cache bytes after the last forward.
+    pub cache_bytes: cache::CacheBytes,
+    /// Times the arena overflowed, was grown and the steps since the last checkpoint re-run.
+    pub regrows: u32,
     /// Cached x bytes per layer.
     pub x_bytes_per_layer: u64,
     /// Wall time of the steps (logging reads included), seconds.
@@ -55,9 +60,21 @@ pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, p
     // Build and warm the pipelines outside the timed loop.
     bitsparse::sync::wait_idle(&gpu.device)?;
     let start = Instant::now();
-    for s in 0..cfg.steps {
+    let mut regrows = 0;
+    while model.steps_done() < cfg.steps {
         model.step(gpu, corpus)?;
-        if (s + 1) % cfg.log_every == 0 || s + 1 == cfg.steps {
+        let s = model.steps_done();
+        if s % cfg.log_every == 0 || s == cfg.steps {
+            // A logging point: the only place the host looks at the GPU's state.
+            if !model.verify(gpu)? {
+                regrows += 1;
+                if regrows > MAX_REGROWS {
+                    return Err(bitsparse::Error::InvalidArgument(format!("the arena overflowed {regrows} times")));
+                }
+                eprintln!("[{:<13}] arena overflow before step {s}: grown, re-running from step {}", mode.name(), model.steps_done());
+                continue;
+            }
+            model.checkpoint(gpu);
             let stats = model.read_stats(gpu)?;
             progress(mode, &stats);
         }
@@ -66,8 +83,8 @@ pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, p
     let seconds = start.elapsed().as_secs_f64();
     let stats = model.read_stats(gpu)?;
     let params = model.read_params(gpu)?;
-    let layer_bytes = model.layer_bytes(gpu)?;
-    Ok(ModeRun { mode, stats, params, layer_bytes, x_bytes_per_layer: model.x_bytes_per_layer(), seconds })
+    let cache_bytes = model.cache_bytes(gpu)?;
+    Ok(ModeRun { mode, stats, params, cache_bytes, regrows, x_bytes_per_layer: model.x_bytes_per_layer(), seconds })
 }
 
 /// The first difference between two runs' losses, weight hashes or final weights, if any.

@@ -11,7 +11,7 @@
 
 use bitsparse::{sync, Result};
 
-use super::cache::{self, HiddenCache, LayerBytes, StepBuffers};
+use super::cache::{self, CacheBytes, HiddenCache, StepBuffers};
 use super::config::{CacheMode, Config};
 use super::data::{Corpus, SplitMix64};
 use super::gpu::{fbits, grid_1d, record, Bind, Dispatch, GemmVariant, Gpu, Kernel};
@@ -128,6 +128,9 @@ struct Plan {
     bpre: Vec<Vec<Dispatch>>,
     bpost: Vec<Vec<Dispatch>>,
     tail: Vec<Dispatch>,
+    /// The weight update, gated by the cache when it offers a gate.
+    adam: Option<Dispatch>,
+    stats: Vec<Dispatch>,
 }
 
 /// A model on the GPU with one cache mode.
@@ -141,6 +144,9 @@ pub struct Model {
     plan: Plan,
     hist_stride: u32,
     step: u32,
+    /// Step at which the checkpoint (weights and Adam moments) was taken.
+    checkpoint_step: u32,
+    backup: [wgpu::Buffer; 3],
 }
 
 fn gemm(gpu: &mut Gpu, label: &'static str, v: GemmVariant, mnk: (u32, u32, u32), ld: (u32, u32, u32), a: Bind, b: Bind, c: Bind) -> Result<Dispatch> {
@@ -189,7 +195,10 @@ impl Model {
         gpu.queue.write_buffer(&bufs.params, 0, bytemuck::cast_slice(&layout.init(cfg)));
         let cache = cache::build(mode, gpu, &StepBuffers { z: &bufs.z, g: &bufs.g, dz: &bufs.dz }, cfg)?;
         let plan = Self::plan(gpu, cfg, vocab, &layout, &bufs, cache.as_ref(), hist_stride)?;
-        Ok(Model { cfg: cfg.clone(), vocab, layout, mode, bufs, cache, plan, hist_stride, step: 0 })
+        let backup = [gpu.buffer("params.ckpt", pbytes), gpu.buffer("adam_m.ckpt", pbytes), gpu.buffer("adam_v.ckpt", pbytes)];
+        let mut m = Model { cfg: cfg.clone(), vocab, layout, mode, bufs, cache, plan, hist_stride, step: 0, checkpoint_step: 0, backup };
+        m.checkpoint(gpu);
+        Ok(m)
     }
 
     fn plan(gpu: &mut Gpu, cfg: &Config, vocab: u32, lay: &ParamLayout, b: &Buffers, cache: &dyn HiddenCache, stride: u32) -> Result<Plan> {
@@ -278,13 +287,15 @@ impl Model {
                 &[w(&b.rows), w(&b.dx), f32s(&b.grads, lay.embed)],
                 grid_1d(lay.embed.1),
             )?,
-            gpu.dispatch(
+        ];
+        p.adam = Some(gpu.dispatch(
                 "adam",
                 Kernel::Adam,
                 [n_params as u32, 0, 0, 0, 0, 0, 0, 0],
                 &[w(&b.params), w(&b.grads), w(&b.adam_m), w(&b.adam_v), w(&b.step_info)],
                 grid_1d(n_params),
-            )?,
+            )?);
+        p.stats = vec![
             gpu.dispatch(
                 "hash_params",
                 Kernel::HashParams,
@@ -321,6 +332,9 @@ impl Model {
     /// Records one whole training step (forward, backward, update, statistics). Reads nothing back.
     pub fn record_step(&mut self, enc: &mut wgpu::CommandEncoder) -> Result<()> {
         let p = &self.plan;
+        // A re-run step (after an arena regrow) must not add to the counts of its first run.
+        let stride_bytes = self.hist_stride as u64 * 4;
+        enc.clear_buffer(&self.bufs.hist, self.step as u64 * stride_bytes, Some(stride_bytes));
         self.cache.begin_step(enc)?;
         record(enc, "embed", &p.embed);
         for l in 0..self.cfg.layers as usize {
@@ -335,7 +349,49 @@ impl Model {
             record(enc, "layer.bpost", &p.bpost[l]);
         }
         record(enc, "tail", &p.tail);
+        if let Some(adam) = &p.adam {
+            let gate = self.cache.gate(enc, adam.groups)?;
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("update"), timestamp_writes: None });
+            pass.set_pipeline(&adam.pipeline);
+            pass.set_bind_group(0, &adam.bind_group, &[]);
+            match &gate {
+                Some(g) => pass.dispatch_workgroups_indirect(&g.buffer, g.offset),
+                None => pass.dispatch_workgroups(adam.groups.0, adam.groups.1, adam.groups.2),
+            }
+        }
+        record(enc, "stats", &p.stats);
         Ok(())
+    }
+
+    /// Records a copy of the weights and Adam moments (GPU to GPU) and remembers the step.
+    pub fn checkpoint(&mut self, gpu: &Gpu) {
+        let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("checkpoint") });
+        for (src, dst) in [&self.bufs.params, &self.bufs.adam_m, &self.bufs.adam_v].into_iter().zip(&self.backup) {
+            enc.copy_buffer_to_buffer(src, 0, dst, 0, src.size());
+        }
+        sync::submit(&gpu.queue, [enc.finish()]);
+        self.checkpoint_step = self.step;
+    }
+
+    /// Restores the last checkpoint; the next step is the checkpoint's.
+    pub fn restore(&mut self, gpu: &Gpu) {
+        let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("restore") });
+        for (dst, src) in [&self.bufs.params, &self.bufs.adam_m, &self.bufs.adam_v].into_iter().zip(&self.backup) {
+            enc.copy_buffer_to_buffer(src, 0, dst, 0, src.size());
+        }
+        sync::submit(&gpu.queue, [enc.finish()]);
+        self.step = self.checkpoint_step;
+    }
+
+    /// At a logging point: checks the cache (synchronises). `Ok(false)`: the steps since the checkpoint
+    /// must be re-run; the model has already been restored to it.
+    pub fn verify(&mut self, gpu: &Gpu) -> Result<bool> {
+        if self.cache.verify(gpu)? {
+            Ok(true)
+        } else {
+            self.restore(gpu);
+            Ok(false)
+        }
     }
 
     /// Uploads, records and submits one step: the only host interaction is one submit.
@@ -392,6 +448,10 @@ impl Model {
             run_ops(&p.bpost[l], &mut timed)?;
         }
         run_ops(&p.tail, &mut timed)?;
+        if let Some(adam) = &p.adam {
+            run_ops(std::slice::from_ref(adam), &mut timed)?;
+        }
+        run_ops(&p.stats, &mut timed)?;
         self.step += 1;
         let mut v: Vec<(String, f64)> = times.into_iter().collect();
         v.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -421,9 +481,9 @@ impl Model {
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 
-    /// Hidden-cache bytes per layer after the last forward (synchronises for compressed modes).
-    pub fn layer_bytes(&self, gpu: &Gpu) -> Result<Vec<LayerBytes>> {
-        self.cache.layer_bytes(gpu)
+    /// Hidden-cache bytes after the last forward (synchronises for compressed modes).
+    pub fn cache_bytes(&self, gpu: &Gpu) -> Result<CacheBytes> {
+        self.cache.bytes(gpu)
     }
 
     /// Bytes of the cached x of one layer (BF16, T×d).

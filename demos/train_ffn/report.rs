@@ -17,8 +17,14 @@ pub struct ModeSummary {
     pub cache_bytes_per_token: f64,
     /// Bytes per token the trainer reserved for it (worst-case slots for a compressed form without arena).
     pub reserved_bytes_per_token: f64,
+    /// Bytes held for each layer's hidden activation (stream or dense tensors), in layer order.
+    pub layer_bytes: Vec<u64>,
+    /// Bytes beyond the tensors' own streams (arena alignment slack), per token.
+    pub slack_bytes_per_token: f64,
     /// Mean wall time per step, ms.
     pub step_ms: f64,
+    /// Arena regrows (overflow detected at a logging point, steps re-run).
+    pub regrows: u32,
     pub final_loss: f32,
 }
 
@@ -36,7 +42,8 @@ pub struct Report {
     pub cache_bytes_per_token_dense: f64,
     /// Minimal dense cache: x + r.
     pub cache_bytes_per_token_dense_minimal: f64,
-    /// BitSparse: x + compressed r (header, tile offsets, mask, values, padding, arena slack).
+    /// BitSparse: x + compressed r (header, tile offsets, mask, values, padding, arena slack), as held
+    /// after the last forward, from the library's accounting (arena head and slot sizes).
     pub cache_bytes_per_token_bitsparse: f64,
     /// What the BitSparse form is expected to take given the final densities (lower, upper bound from
     /// per-tile word rounding).
@@ -45,8 +52,8 @@ pub struct Report {
     pub saving: f64,
     /// 1 − bitsparse / minimal dense.
     pub saving_vs_minimal: f64,
-    /// How the BitSparse mode stores r: "codec" (plain compress/decompress into per-layer slots, until
-    /// the arena lands) or "arena".
+    /// How the reported BitSparse mode stores r: "arena" (the library's GPU arena and fused kernels) or
+    /// "codec" (plain compress/decompress into per-layer worst-case slots).
     pub bitsparse_storage: &'static str,
     /// Density of relu(z) per layer at the last step, in layer order.
     pub final_density: Vec<f64>,
@@ -91,13 +98,13 @@ impl Report {
         // Analytic dense sizes (what the dense modes allocate; checked against them below when run).
         let dense = (layers * (x + 4 * n)) as f64 / t;
         let minimal = (layers * (x + 2 * n)) as f64 / t;
-        let per_token = |r: &ModeRun| (layers * x + r.layer_bytes.iter().map(|b| b.stored).sum::<u64>()) as f64 / t;
-        let reserved = |r: &ModeRun| (layers * x + r.layer_bytes.iter().map(|b| b.reserved).sum::<u64>()) as f64 / t;
+        let per_token = |r: &ModeRun| (layers * x + r.cache_bytes.stored()) as f64 / t;
+        let reserved = |r: &ModeRun| (layers * x + r.cache_bytes.reserved) as f64 / t;
         for r in &runs {
             let want = match r.mode {
                 CacheMode::DenseBaseline => dense,
                 CacheMode::DenseMinimal => minimal,
-                CacheMode::BitSparse => continue,
+                CacheMode::BitSparse | CacheMode::BitSparseCodec => continue,
             };
             if per_token(r) != want {
                 return Err(Error::InvalidArgument(format!("{} holds {} B/token, expected {want}", r.mode.name(), per_token(r))));
@@ -112,7 +119,10 @@ impl Report {
             lo += a;
             hi += b;
         }
-        let sparse_run = runs.iter().find(|r| r.mode == CacheMode::BitSparse);
+        let sparse_run = runs
+            .iter()
+            .find(|r| r.mode == CacheMode::BitSparse)
+            .or_else(|| runs.iter().find(|r| r.mode == CacheMode::BitSparseCodec));
         let bitsparse = sparse_run.map(per_token).unwrap_or(f64::NAN);
         let modes = runs
             .iter()
@@ -120,7 +130,10 @@ impl Report {
                 mode: r.mode.name(),
                 cache_bytes_per_token: per_token(r),
                 reserved_bytes_per_token: reserved(r),
+                layer_bytes: r.cache_bytes.layers.iter().map(|l| l.stored).collect(),
+                slack_bytes_per_token: r.cache_bytes.slack as f64 / t,
                 step_ms: r.step_ms(),
+                regrows: r.regrows,
                 final_loss: r.stats.last().map(|s| s.loss).unwrap_or(f32::NAN),
             })
             .collect();
@@ -145,7 +158,11 @@ impl Report {
             expected_bytes_per_token_bitsparse: (lo as f64 / t, hi as f64 / t),
             saving: (1.0 - bitsparse / dense).clamp(0.0, 1.0),
             saving_vs_minimal: (1.0 - bitsparse / minimal).clamp(0.0, 1.0),
-            bitsparse_storage: "codec",
+            bitsparse_storage: match sparse_run.map(|r| r.mode) {
+                Some(CacheMode::BitSparse) => "arena",
+                Some(_) => "codec",
+                None => "none",
+            },
             final_density,
             loss: reference.stats.iter().map(|s| s.loss).collect(),
             density: reference.stats.iter().map(|s| s.nonzeros.iter().map(|&c| c as f64 / n as f64).collect()).collect(),
@@ -179,8 +196,14 @@ impl Report {
         s += "modes:\n";
         for m in &self.modes {
             s += &format!(
-                "  {:<14} {:>9.2} ms/step   final loss {:.4}   cache {:.1} B/token (reserved {:.1})\n",
-                m.mode, m.step_ms, m.final_loss, m.cache_bytes_per_token, m.reserved_bytes_per_token
+                "  {:<16} {:>9.2} ms/step   final loss {:.4}   cache {:.1} B/token (slack {:.1}, reserved {:.1}){}\n",
+                m.mode,
+                m.step_ms,
+                m.final_loss,
+                m.cache_bytes_per_token,
+                m.slack_bytes_per_token,
+                m.reserved_bytes_per_token,
+                if m.regrows > 0 { format!(", arena grown {}×", m.regrows) } else { String::new() }
             );
         }
         s += &format!(
