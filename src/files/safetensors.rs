@@ -130,10 +130,14 @@ fn parse_entry(name: &str, v: &Value, header_end: usize, data_len: usize) -> Res
     let (begin, end) = (offsets[0], offsets[1]);
     let elements = elements_of(&shape).ok_or_else(|| err(format!("shape {} overflows", shape_string(&shape))))?;
     let bits = dtype.bitsize() as u64;
-    let need = elements
+    let need_bits = elements
         .checked_mul(bits)
-        .map(|b| b.div_ceil(8))
         .ok_or_else(|| err(format!("shape {} of {dtype} overflows", shape_string(&shape))))?;
+    // As the format's reference implementation: sub-byte dtypes must fill whole bytes.
+    if need_bits % 8 != 0 {
+        return Err(err(format!("shape {} of {dtype} is not a whole number of bytes", shape_string(&shape))));
+    }
+    let need = need_bits / 8;
     if begin > end {
         return Err(err(format!("data_offsets [{begin}, {end}] end before they begin")));
     }
