@@ -105,6 +105,31 @@ var<workgroup> wg_state: u32;
 var<workgroup> wg_prefix: u32;
 var<workgroup> wg_count: atomic<u32>;
 
+// Appends the elements of word `w` selected by `bits` (one per element) to the staged stream at value
+// index `k0`; returns the next value index.
+fn emit_word(w: u32, bits: u32, k0: u32, width: u32) -> u32 {
+    var k = k0;
+    var b = bits;
+    var x = w;
+    let vmask = (1u << width) - 1u;
+    for (var e = 0u; e < EPW; e++) {
+        if (b & 1u) != 0u {
+            let val = x & vmask;
+            let pos = k * width;
+            let wi = pos >> 5u;
+            let sh = pos & 31u;
+            atomicOr(&stage[wi], val << sh);
+            if sh + width > 32u {
+                atomicOr(&stage[wi + 1u], val >> (32u - sh));
+            }
+            k++;
+        }
+        b >>= 1u;
+        x >>= BITS;
+    }
+    return k;
+}
+
 // The vec4 `q` of tile `t`; the final partial tile is read word by word and zero-extended.
 fn load_vec(t: u32, q: u32) -> vec4<u32> {
     if t < p.full_tiles {
@@ -218,25 +243,14 @@ fn compress(
     }
 
     // Compact the values into the staging words (element order = (round, thread) order).
-    let vmask = (1u << width) - 1u;
     let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
     for (var r = 0u; r < ROUNDS; r++) {
-        var k = starts[r];
         let mr = m[r];
         let vr = v[r];
-        for (var e = 0u; e < EPV; e++) {
-            if ((mr >> e) & 1u) != 0u {
-                let x = (vr[e / EPW] >> ((e % EPW) * BITS)) & vmask;
-                let pos = k * width;
-                let w = pos >> 5u;
-                let sh = pos & 31u;
-                atomicOr(&stage[w], x << sh);
-                if sh + width > 32u {
-                    atomicOr(&stage[w + 1u], x >> (32u - sh));
-                }
-                k++;
-            }
-        }
+        var k = emit_word(vr.x, mr & WORD_BITS_MASK, starts[r], width);
+        k = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, k, width);
+        k = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, k, width);
+        k = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, k, width);
     }
 
     // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.

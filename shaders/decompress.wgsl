@@ -89,6 +89,20 @@ fn read_value(k: u32, width: u32) -> u32 {
     return x & ((1u << width) - 1u);
 }
 
+// The word whose elements `bits` selects, taken in order from the staged stream at value index `*k`.
+fn decode_word(bits: u32, k: ptr<function, u32>, width: u32) -> u32 {
+    var w = 0u;
+    var b = bits;
+    for (var e = 0u; e < EPW; e++) {
+        if (b & 1u) != 0u {
+            w |= read_value(*k, width) << (e * BITS);
+            *k += 1u;
+        }
+        b >>= 1u;
+    }
+    return w;
+}
+
 @compute @workgroup_size(128)
 fn decompress(
     @builtin(local_invocation_index) lid: u32,
@@ -154,16 +168,12 @@ fn decompress(
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
         var k = starts[r];
-        var v = vec4<u32>(0u);
         let mr = m[r];
-        // Constant trip count: `e / EPW` is a static component once unrolled.
-        for (var e = 0u; e < EPV; e++) {
-            if ((mr >> e) & 1u) != 0u {
-                let x = read_value(k, width);
-                v[e / EPW] |= x << ((e % EPW) * BITS);
-                k++;
-            }
-        }
+        let w0 = decode_word(mr & WORD_BITS_MASK, &k, width);
+        let w1 = decode_word((mr >> EPW) & WORD_BITS_MASK, &k, width);
+        let w2 = decode_word((mr >> (2u * EPW)) & WORD_BITS_MASK, &k, width);
+        let w3 = decode_word((mr >> (3u * EPW)) & WORD_BITS_MASK, &k, width);
+        var v = vec4<u32>(w0, w1, w2, w3);
 #if FUSED_BWD
         let g = load_g(tile, q);
         if p.write_a != 0u {

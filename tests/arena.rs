@@ -363,3 +363,49 @@ fn arena_refuses_bad_configuration() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+/// Regression: the look-back fallback of the fused forward must count relu(z)'s nonzeros (what the
+/// tile stores), not z's; otherwise the published tile sizes are too large and the stream has gaps.
+#[test]
+fn fused_forward_fallback_counts_relu_output() {
+    let Some(ctx) = common::vulkan() else { return };
+    let n = 61 * 4096 + 9;
+    // Half the values negative (finite), the rest positive: relu(z) has ~half the nonzeros of z.
+    let mut s = 0x1234_5678_9abc_def1u64;
+    let z: Vec<u8> = (0..n).flat_map(|_| {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        let sign = (s & 1) as u16;
+        let v = sign << 15 | (110 + ((s >> 8) % 30) as u16) << 7 | ((s >> 20) & 0x7f) as u16;
+        v.to_le_bytes()
+    }).collect();
+    let (r_ref, _) = act::forward(&z, Activation::Relu);
+    let expect = cpu::compress(&r_ref, DType::Bf16, Options::default()).unwrap();
+    let bytes = z.len() as u64;
+    let mk = |d: &[u8]| ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: d, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+    let mut bad = 0;
+    for spin in [None, Some(1)] {
+        for portable in [false, true] {
+            let codec = Codec::with_config(&ctx.device, CodecConfig { spin_limit: spin, force_portable: portable, ..Default::default() }).unwrap();
+            let arena = Arena::new(&codec, ArenaConfig::new(8 << 20)).unwrap();
+            for rep in 0..3 {
+                let zb = mk(&z);
+                let ab = mk(&vec![0u8; z.len()]);
+                let rb = mk(&vec![0u8; z.len()]);
+                let mut enc = ctx.device.create_command_encoder(&Default::default());
+                arena.reset(&mut enc);
+                let slot = arena.fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, Activation::Relu, Options::default(), BufferRange::new(&ab, 0, bytes)).unwrap();
+                arena.decompress(&mut enc, &slot, BufferRange::new(&rb, 0, bytes)).unwrap();
+                sync::submit(&ctx.queue, [enc.finish()]);
+                let st = arena.read_status(&ctx.queue).unwrap();
+                let r = sync::read_buffer(&ctx.device, &ctx.queue, &rb, 0, bytes).unwrap();
+                let (_, used) = arena.read_slot(&ctx.queue, &slot).unwrap();
+                let stream = sync::read_buffer(&ctx.device, &ctx.queue, arena.buffer(), 0, used).unwrap();
+                let ok_r = r == r_ref;
+                let ok_s = stream == expect;
+                eprintln!("spin={spin:?} portable={portable} rep={rep}: status {:?} decoded ok {ok_r}, stream == cpu {ok_s} (used {used} vs {})", st.check().is_ok(), expect.len());
+                if !ok_r || !ok_s { bad += 1; }
+            }
+        }
+    }
+    assert_eq!(bad, 0);
+}

@@ -58,26 +58,26 @@ fn grad_bits(r: u32, g: u32, act: u32) -> u32 {
     return f32_to_bf16(2.0 * bf16_to_f32(r) * bf16_to_f32(g));
 }
 
+fn relu_word(w: u32) -> u32 {
+    return relu_bits(w & 0xffffu) | (relu_bits(w >> 16u) << 16u);
+}
+
+fn act_word(w: u32, act: u32) -> u32 {
+    return act_bits(w & 0xffffu, act) | (act_bits(w >> 16u, act) << 16u);
+}
+
+fn grad_word(r: u32, g: u32, act: u32) -> u32 {
+    return grad_bits(r & 0xffffu, g & 0xffffu, act) | (grad_bits(r >> 16u, g >> 16u, act) << 16u);
+}
+
 fn relu_vec(v: vec4<u32>) -> vec4<u32> {
-    var o = vec4<u32>(0u);
-    for (var k = 0u; k < 4u; k++) {
-        o[k] = relu_bits(v[k] & 0xffffu) | (relu_bits(v[k] >> 16u) << 16u);
-    }
-    return o;
+    return vec4<u32>(relu_word(v.x), relu_word(v.y), relu_word(v.z), relu_word(v.w));
 }
 
 fn act_vec(r: vec4<u32>, act: u32) -> vec4<u32> {
-    var o = vec4<u32>(0u);
-    for (var k = 0u; k < 4u; k++) {
-        o[k] = act_bits(r[k] & 0xffffu, act) | (act_bits(r[k] >> 16u, act) << 16u);
-    }
-    return o;
+    return vec4<u32>(act_word(r.x, act), act_word(r.y, act), act_word(r.z, act), act_word(r.w, act));
 }
 
 fn grad_vec(r: vec4<u32>, g: vec4<u32>, act: u32) -> vec4<u32> {
-    var o = vec4<u32>(0u);
-    for (var k = 0u; k < 4u; k++) {
-        o[k] = grad_bits(r[k] & 0xffffu, g[k] & 0xffffu, act) | (grad_bits(r[k] >> 16u, g[k] >> 16u, act) << 16u);
-    }
-    return o;
+    return vec4<u32>(grad_word(r.x, g.x, act), grad_word(r.y, g.y, act), grad_word(r.z, g.z, act), grad_word(r.w, g.w, act));
 }

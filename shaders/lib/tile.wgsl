@@ -23,33 +23,36 @@ const ELEM_MASK: u32 = 0xffffu;
 const VECS_PER_TILE: u32 = TILE * BITS / 128u;
 const EPW: u32 = 32u / BITS;                   // elements per word
 
-// Element j (0..EPV) of a vec4.
-fn elem(v: vec4<u32>, j: u32) -> u32 {
-    return (v[j / EPW] >> ((j % EPW) * BITS)) & ELEM_MASK;
+const WORD_BITS_MASK: u32 = (1u << EPW) - 1u; // one bit per element of a word
+
+// One bit per element of word `w`: bit e set when element e is not all bits zero. Scalar code only:
+// data-dependent indexing into vectors would put them in local memory.
+fn nz_word(w: u32) -> u32 {
+#if BITS8
+    return select(0u, 1u, (w & 0xffu) != 0u) | select(0u, 2u, (w & 0xff00u) != 0u)
+        | select(0u, 4u, (w & 0xff0000u) != 0u) | select(0u, 8u, (w & 0xff000000u) != 0u);
+#else
+    return select(0u, 1u, (w & 0xffffu) != 0u) | select(0u, 2u, (w >> 16u) != 0u);
+#endif
+}
+
+// One bit per element of word `w` whose sign bit is set.
+fn sign_word(w: u32) -> u32 {
+#if BITS8
+    return ((w >> 7u) & 1u) | ((w >> 14u) & 2u) | ((w >> 21u) & 4u) | ((w >> 28u) & 8u);
+#else
+    return ((w >> 15u) & 1u) | ((w >> 30u) & 2u);
+#endif
 }
 
 // One bit per element of `v`: bit j set when element j is not all bits zero.
 fn nz_bits(v: vec4<u32>) -> u32 {
-    var m = 0u;
-    for (var k = 0u; k < 4u; k++) {
-        for (var e = 0u; e < EPW; e++) {
-            let x = (v[k] >> (e * BITS)) & ELEM_MASK;
-            m |= select(0u, 1u << (k * EPW + e), x != 0u);
-        }
-    }
-    return m;
+    return nz_word(v.x) | (nz_word(v.y) << EPW) | (nz_word(v.z) << (2u * EPW)) | (nz_word(v.w) << (3u * EPW));
 }
 
 // One bit per element whose sign bit is set.
 fn sign_bits(v: vec4<u32>) -> u32 {
-    var m = 0u;
-    for (var k = 0u; k < 4u; k++) {
-        for (var e = 0u; e < EPW; e++) {
-            let s = (v[k] >> (e * BITS + BITS - 1u)) & 1u;
-            m |= s << (k * EPW + e);
-        }
-    }
-    return m;
+    return sign_word(v.x) | (sign_word(v.y) << EPW) | (sign_word(v.z) << (2u * EPW)) | (sign_word(v.w) << (3u * EPW));
 }
 
 // Mask word (within the tile) and bit shift that hold the EPV bits of thread `li` in round `r`.
