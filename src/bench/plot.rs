@@ -106,7 +106,7 @@ pub fn throughput_svg(report: &BenchReport) -> Result<String> {
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let caption = format!("{} ({}): throughput at {} elements", report.adapter.name, report.adapter.backend, human(n));
+        let caption = format!("{} ({}): throughput at {n} ({}) elements", report.adapter.name, report.adapter.backend, human(n));
         let mut chart = ChartBuilder::on(&root)
             .caption(caption, ("sans-serif", 20))
             .margin(12)
@@ -125,7 +125,7 @@ pub fn throughput_svg(report: &BenchReport) -> Result<String> {
         draw_lines(&mut chart, &data, |label| label.starts_with(Op::Copy.name()))?;
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(SeriesLabelPosition::MiddleRight)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
@@ -166,18 +166,23 @@ pub fn ratio_svg(report: &BenchReport) -> Result<String> {
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let caption = format!("{} ({}): compression ratio at {} elements", report.adapter.name, report.adapter.backend, human(n));
+        let caption = format!("{} ({}): compression ratio at {n} ({}) elements", report.adapter.name, report.adapter.backend, human(n));
         let mut chart = ChartBuilder::on(&root)
             .caption(caption, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(64)
-            .build_cartesian_2d(xr.log_scale().with_key_points(key_points(&rows)), (ymin * 0.8..ymax * 1.25).log_scale())
+            .build_cartesian_2d(xr.log_scale().with_key_points(key_points(&rows)), {
+                let (lo, hi) = (ymin * 0.8, ymax * 1.25);
+                let ticks = [1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0, 200.0];
+                (lo..hi).log_scale().with_key_points(ticks.into_iter().filter(|t| (lo..=hi).contains(t)).collect())
+            })
             .map_err(plot_err)?;
         chart
             .configure_mesh()
             .light_line_style(TRANSPARENT)
             .x_label_formatter(&density_label)
+            .y_label_formatter(&|y| format!("{y}"))
             .x_desc("density (nonzeros / elements)")
             .y_desc("dense bytes / stored bytes")
             .draw()
@@ -268,7 +273,7 @@ mod tests {
             context: vec![],
         };
         let t = throughput_svg(&report).unwrap();
-        assert!(t.starts_with("<svg") && t.contains("1M elements") && !t.contains("1K elements"));
+        assert!(t.starts_with("<svg") && t.contains("1048576 (1Mi) elements") && !t.contains("1024 (1Ki)"));
         assert!(t.contains("compress bf16 sign-packed") && t.contains("copy bf16"));
         let r = ratio_svg(&report).unwrap();
         assert!(r.contains("bound bf16 sign-packed") && r.contains("compress bf16"));

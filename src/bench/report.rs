@@ -143,12 +143,13 @@ pub fn sig(x: f64, digits: i32) -> String {
     format!("{x:.decimals$}")
 }
 
-/// `201326592` → `192M`, `65536` → `64K`.
+/// `201326592` → `192Mi`, `65536` → `64Ki` (binary prefixes: the sweep's sizes are powers of two
+/// or multiples of them).
 pub fn human(n: u64) -> String {
     if n >= 1 << 20 && n % (1 << 20) == 0 {
-        format!("{}M", n >> 20)
+        format!("{}Mi", n >> 20)
     } else if n >= 1 << 10 && n % (1 << 10) == 0 {
-        format!("{}K", n >> 10)
+        format!("{}Ki", n >> 10)
     } else {
         n.to_string()
     }
