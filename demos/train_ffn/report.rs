@@ -234,7 +234,7 @@ impl Report {
             .y_label_area_size(50)
             .build_cartesian_2d(0f64..steps, lmin..lmax)
             .map_err(|e| err(&e))?;
-        chart.configure_mesh().x_desc("step").draw().map_err(|e| err(&e))?;
+        chart.configure_mesh().x_desc("step").x_label_formatter(&|x| format!("{x:.0}")).draw().map_err(|e| err(&e))?;
         chart
             .draw_series(LineSeries::new(self.loss.iter().enumerate().map(|(i, &l)| (i as f64, l as f64)), &BLUE))
             .map_err(|e| err(&e))?;
@@ -245,7 +245,13 @@ impl Report {
             .y_label_area_size(50)
             .build_cartesian_2d(0f64..steps, 0f64..1f64)
             .map_err(|e| err(&e))?;
-        chart.configure_mesh().x_desc("step").y_desc("nonzero fraction").draw().map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("step")
+            .y_desc("nonzero fraction")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .draw()
+            .map_err(|e| err(&e))?;
         let layers = self.final_density.len();
         for l in 0..layers {
             let color = Palette99::pick(l).to_rgba();
@@ -255,7 +261,13 @@ impl Report {
                 .label(format!("layer {l}"))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(|e| err(&e))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
         root.present().map_err(|e| err(&e))?;
         Ok(())
     }
