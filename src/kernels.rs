@@ -62,11 +62,42 @@ pub fn pipeline(
     layout: &wgpu::BindGroupLayout,
     constants: &[(&str, f64)],
 ) -> wgpu::ComputePipeline {
+    build_pipeline(device, file, entry, defines, layout, constants, false)
+}
+
+/// Whether codec kernels are built as trusted modules (the default). `BITSPARSE_CHECKED_SHADERS=1`
+/// turns wgpu's runtime checks back on, as a debugging aid.
+pub fn trusted_codec_kernels() -> bool {
+    !std::env::var("BITSPARSE_CHECKED_SHADERS").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
+/// Like [`pipeline`], but `trusted` builds the module without wgpu's injected bounds checks and loop
+/// bounding. Only for shaders whose indices are proven in range: the codec kernels index workgroup
+/// arrays with values bounded by the tile geometry (see the comments at each array), every loop has a
+/// bounded trip count or a bounded spin, and storage accesses are covered by the robust buffer access
+/// that wgpu enables on every backend here. Why: the injected 64-bit loop counters keep drivers from
+/// unrolling the small per-round loops, which then index private arrays dynamically.
+pub fn build_pipeline(
+    device: &wgpu::Device,
+    file: &str,
+    entry: &str,
+    defines: &[&str],
+    layout: &wgpu::BindGroupLayout,
+    constants: &[(&str, f64)],
+    trusted: bool,
+) -> wgpu::ComputePipeline {
     let label = format!("bitsparse.{file}:{entry}{defines:?}");
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+    let desc = wgpu::ShaderModuleDescriptor {
         label: Some(&label),
         source: wgpu::ShaderSource::Wgsl(shaders::source(file, defines).into()),
-    });
+    };
+    let module = if trusted {
+        let checks = wgpu::ShaderRuntimeChecks { bounds_checks: false, force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() };
+        // SAFETY: see the doc comment: indices are bounded by construction and loops terminate.
+        unsafe { device.create_shader_module_trusted(desc, checks) }
+    } else {
+        device.create_shader_module(desc)
+    };
     let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
         label: Some(&label),
         bind_group_layouts: &[Some(layout)],
@@ -117,6 +148,7 @@ pub struct Kernels {
     pub path: Path,
     device: wgpu::Device,
     spin_limit: u32,
+    trusted: bool,
     cache: Mutex<HashMap<Variant, Arc<Built>>>,
 }
 
@@ -126,7 +158,7 @@ impl Kernels {
         if path == Path::Subgroup && !device.features().contains(wgpu::Features::SUBGROUP) {
             return Err(Error::Unsupported("the subgroup path needs Features::SUBGROUP".into()));
         }
-        let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), cache: Mutex::new(HashMap::new()) };
+        let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), trusted: trusted_codec_kernels(), cache: Mutex::new(HashMap::new()) };
         for compress in [true, false] {
             for bits8 in [false, true] {
                 k.get(Variant { compress, bits8, arena: false, fused: false })?;
@@ -187,12 +219,12 @@ impl Kernels {
         let built = if v.compress {
             let spin = [("SPIN_LIMIT", self.spin_limit as f64)];
             Built {
-                main: pipeline(device, "compress.wgsl", "compress", &defs, &layout, &spin),
-                finish: Some(pipeline(device, "compress.wgsl", "finish", &defs, &layout, &[])),
+                main: build_pipeline(device, "compress.wgsl", "compress", &defs, &layout, &spin, self.trusted),
+                finish: Some(build_pipeline(device, "compress.wgsl", "finish", &defs, &layout, &[], self.trusted)),
                 layout,
             }
         } else {
-            Built { main: pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &[]), finish: None, layout }
+            Built { main: build_pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &[], self.trusted), finish: None, layout }
         };
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("building codec pipeline {v:?} failed: {e}")));
