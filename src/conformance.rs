@@ -39,7 +39,8 @@ pub enum Status {
     Pass,
     /// At least one case failed.
     Fail,
-    /// The device could not be opened (`request_device` failed) or the codec could not be built for it.
+    /// The device could not be opened (`request_device` failed). A codec that cannot be built on an
+    /// opened device is a failure, not this: the library promises to run on every adapter.
     Unavailable,
 }
 

@@ -212,7 +212,7 @@ fn table(path: &Path, kind: files::Kind, engine: Option<&Engine>, done: &[(&Tens
         ]);
     }
     let widths: Vec<usize> = (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
-    for (k, row) in rows.iter().enumerate() {
+    for row in &rows {
         // Names and dtypes left-aligned, numbers right-aligned.
         let cells: Vec<String> = row
             .iter()
@@ -220,7 +220,7 @@ fn table(path: &Path, kind: files::Kind, engine: Option<&Engine>, done: &[(&Tens
             .enumerate()
             .map(|(i, (c, &w))| {
                 let pad = w.saturating_sub(c.chars().count());
-                if i < 3 || k == 0 && i < 3 {
+                if i < 3 {
                     format!("{c}{}", " ".repeat(pad))
                 } else {
                     format!("{}{c}", " ".repeat(pad))
