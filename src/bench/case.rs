@@ -177,25 +177,34 @@ fn options(sign_pack: bool) -> Options {
     Options { sign_pack }
 }
 
-/// Compresses `ctx.input` into a fresh stream buffer of worst-case capacity.
-fn stream_buffer(ctx: &BatchCtx<'_>, sign_pack: bool) -> Result<(wgpu::Buffer, u64)> {
-    let cap = ctx.codec.output_capacity(ctx.dtype, ctx.n(), options(sign_pack))?;
-    Ok((gpu::buffer(ctx.device, "bitsparse.bench.stream", cap)?, cap))
-}
-
-fn record_compress(ctx_codec: &Codec, encoder: &mut wgpu::CommandEncoder, input: &wgpu::Buffer, dtype: DType, n: u64, sign_pack: bool, out: &wgpu::Buffer, cap: u64) -> Result<Compressed> {
-    ctx_codec.compress(encoder, BufferRange::new(input, 0, n * dtype.bytes()), dtype, n, options(sign_pack), BufferRange::new(out, 0, cap))
-}
-
-/// Codec compress of the batch tensor.
-struct CompressCase<'a> {
+/// A compress of the batch tensor into a stream buffer of worst-case capacity.
+struct CompressJob<'a> {
     codec: &'a Codec,
     input: &'a wgpu::Buffer,
     dtype: DType,
     n: u64,
-    sign_pack: bool,
+    options: Options,
     out: wgpu::Buffer,
     cap: u64,
+}
+
+impl<'a> CompressJob<'a> {
+    fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
+        let options = options(sign_pack);
+        let cap = ctx.codec.output_capacity(ctx.dtype, ctx.n(), options)?;
+        let out = gpu::buffer(ctx.device, "bitsparse.bench.stream", cap)?;
+        Ok(CompressJob { codec: ctx.codec, input: ctx.input, dtype: ctx.dtype, n: ctx.n(), options, out, cap })
+    }
+
+    fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<Compressed> {
+        let input = BufferRange::new(self.input, 0, self.n * self.dtype.bytes());
+        self.codec.compress(encoder, input, self.dtype, self.n, self.options, BufferRange::new(&self.out, 0, self.cap))
+    }
+}
+
+/// Codec compress of the batch tensor.
+struct CompressCase<'a> {
+    job: CompressJob<'a>,
     layout: Layout,
     bytes: u64,
     last: std::cell::RefCell<Option<Compressed>>,
@@ -203,21 +212,10 @@ struct CompressCase<'a> {
 
 impl<'a> CompressCase<'a> {
     fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
-        let (out, cap) = stream_buffer(ctx, sign_pack)?;
+        let job = CompressJob::new(ctx, sign_pack)?;
         let layout = Layout::new(ctx.dtype, ctx.n(), options(sign_pack))?;
         let bytes = ctx.dense_bytes() + ctx.stats.mask_and_values_bytes(&layout);
-        Ok(CompressCase {
-            codec: ctx.codec,
-            input: ctx.input,
-            dtype: ctx.dtype,
-            n: ctx.n(),
-            sign_pack,
-            out,
-            cap,
-            layout,
-            bytes,
-            last: std::cell::RefCell::new(None),
-        })
+        Ok(CompressCase { job, layout, bytes, last: std::cell::RefCell::new(None) })
     }
 }
 
@@ -226,16 +224,16 @@ impl Case for CompressCase<'_> {
         Op::Compress
     }
     fn sign_pack(&self) -> bool {
-        self.sign_pack
+        self.job.options.sign_pack
     }
     fn bytes_moved(&self) -> u64 {
         self.bytes
     }
     fn buffers(&self) -> Vec<&wgpu::Buffer> {
-        vec![&self.out]
+        vec![&self.job.out]
     }
     fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        let c = record_compress(self.codec, encoder, self.input, self.dtype, self.n, self.sign_pack, &self.out, self.cap)?;
+        let c = self.job.record(encoder)?;
         *self.last.borrow_mut() = Some(c);
         Ok(())
     }
@@ -257,9 +255,9 @@ struct DecompressCase<'a> {
 
 impl<'a> DecompressCase<'a> {
     fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
-        let (buf, cap) = stream_buffer(ctx, sign_pack)?;
+        let job = CompressJob::new(ctx, sign_pack)?;
         let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
-        let stream = record_compress(ctx.codec, &mut enc, ctx.input, ctx.dtype, ctx.n(), sign_pack, &buf, cap)?;
+        let stream = job.record(&mut enc)?;
         sync::submit(ctx.queue, [enc.finish()]);
         let out = gpu::buffer(ctx.device, "bitsparse.bench.decompressed", ctx.dense_bytes())?;
         let bytes = ctx.dense_bytes() + ctx.stats.mask_and_values_bytes(&stream.layout);

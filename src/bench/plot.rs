@@ -53,7 +53,7 @@ fn headline(report: &BenchReport) -> (u64, Vec<&Row>) {
 }
 
 /// Series of (x = density, y) keyed by a label, points sorted by density.
-fn series<'a>(rows: &[&'a Row], y: impl Fn(&Row) -> Option<f64>) -> Vec<(String, Vec<(f64, f64)>)> {
+fn series(rows: &[&Row], y: impl Fn(&Row) -> Option<f64>) -> Vec<(String, Vec<(f64, f64)>)> {
     let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for r in rows {
         let Some(v) = y(r).filter(|v| v.is_finite() && *v > 0.0) else { continue };
