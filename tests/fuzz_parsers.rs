@@ -12,6 +12,8 @@
 //! kind of bad file): `bad-*` files must be refused by the parser their extension names, `ok-*` files
 //! must parse and round-trip. [`corpus_replays`] runs them all through every parser.
 
+mod common;
+
 use bitsparse::container::Container;
 use bitsparse::files::{npy, pack, safetensors, Elem, FileError, Kind, ParsedFile};
 use bitsparse::{cpu, DType, Options};
@@ -339,6 +341,62 @@ fn corpus_replays() {
         n += 1;
     }
     assert!(n >= 10, "corpus has only {n} files");
+}
+
+/// The corpus through the binary: bad files are one `error: ` line and exit 1 (never a panic, never an
+/// output file), good dump files analyse and round-trip byte-exactly through compress / decompress.
+#[test]
+fn corpus_through_the_cli() {
+    let gpu = common::vulkan().is_some();
+    let bin = env!("CARGO_BIN_EXE_bitsparse");
+    let tmp = std::env::temp_dir().join(format!("bitsparse-corpus-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let run = |args: &[&std::ffi::OsStr]| {
+        let mut c = std::process::Command::new(bin);
+        c.env_remove("WGPU_ADAPTER_NAME").env_remove("WGPU_BACKEND");
+        if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+            c.env("XDG_RUNTIME_DIR", "/tmp");
+        }
+        c.arg("--backend").arg("vulkan").args(args).output().unwrap()
+    };
+    for entry in std::fs::read_dir(corpus_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_string();
+        if ext == "md" || (name.starts_with("ok-") && !gpu) {
+            continue;
+        }
+        let out = tmp.join("out");
+        let back = tmp.join("back");
+        let _ = std::fs::remove_file(&out);
+        let o = if ext == "bsp" {
+            run(&["decompress".as_ref(), path.as_os_str(), out.as_os_str()])
+        } else {
+            run(&["analyze".as_ref(), path.as_os_str()])
+        };
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!err.contains("panicked") && !err.contains("internal"), "{name}: {err}");
+        if name.starts_with("bad-") {
+            assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+            assert_eq!(err.lines().filter(|l| l.starts_with("error: ")).count(), 1, "{name}: {err}");
+            assert!(err.contains(&name), "{name}: error does not name the file: {err}");
+            assert!(!out.exists(), "{name}: output written");
+            if ext != "bsp" {
+                let o = run(&["compress".as_ref(), path.as_os_str(), out.as_os_str()]);
+                assert_eq!(o.status.code(), Some(1), "{name}: compress accepted a bad file");
+                assert!(!out.exists(), "{name}: output written");
+            }
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(0), "{name}: {err}");
+        if ext != "bsp" {
+            assert_eq!(run(&["compress".as_ref(), path.as_os_str(), out.as_os_str()]).status.code(), Some(0), "{name}");
+            assert_eq!(run(&["decompress".as_ref(), out.as_os_str(), back.as_os_str()]).status.code(), Some(0), "{name}");
+            assert!(std::fs::read(&back).unwrap() == std::fs::read(&path).unwrap(), "{name}: round trip differs");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 /// Regenerates the seed files of the corpus (`cargo test --test fuzz_parsers -- --ignored write_corpus`).
