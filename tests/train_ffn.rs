@@ -8,6 +8,14 @@ mod trainer;
 use bitsparse::context::{AdapterChoice, GpuContext};
 use trainer::{data::Corpus, gpu::Gpu, report::expected_stream_bytes, CacheMode, Config};
 
+/// The host-sync counter is process-wide: the tests of this file run one at a time so that one test's
+/// logging reads cannot land inside another's counted window.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn gpu() -> Gpu {
     let ctx = GpuContext::new(&AdapterChoice::default()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)");
     Gpu::new(ctx.device, ctx.queue)
@@ -19,6 +27,7 @@ fn corpus(cfg: &Config) -> Corpus {
 
 #[test]
 fn train_bit_identical_small() {
+    let _serial = serial();
     let cfg = Config::tiny();
     let corpus = corpus(&cfg);
     let mut gpu = gpu();
@@ -70,6 +79,7 @@ fn train_bit_identical_small() {
 
 #[test]
 fn train_bit_identical_arena_regrow() {
+    let _serial = serial();
     // An arena far too small: the first steps overflow, their gated updates change nothing, the trainer
     // finds the failure at its logging point, grows the arena and re-runs them; the result is still
     // bit-identical to the dense run.
@@ -85,6 +95,7 @@ fn train_bit_identical_arena_regrow() {
 
 #[test]
 fn train_bit_identical_detects_a_difference() {
+    let _serial = serial();
     // The comparison must be able to fail: two runs that differ only in the learning rate diverge.
     let mut cfg = Config::tiny();
     cfg.steps = 3;
@@ -96,4 +107,28 @@ fn train_bit_identical_detects_a_difference() {
     let m = trainer::first_mismatch(&a, &b).expect("different learning rates must not compare equal");
     // Step 0's loss is computed before the first update, so the first difference is a weight hash.
     assert!(m.contains("weight hash"), "{m}");
+}
+
+#[test]
+fn no_host_sync_train_step() {
+    let _serial = serial();
+    // Recording a whole training step (forward, backward through the arena's fused kernels, gated
+    // update, statistics) performs no host synchronisation; the trainer's one submit per step is the
+    // only one, and the logging-point reads are outside the step.
+    let cfg = Config::tiny();
+    let corpus = corpus(&cfg);
+    let mut gpu = gpu();
+    for mode in [CacheMode::DenseBaseline, CacheMode::BitSparse] {
+        let mut model = trainer::model::Model::new(&mut gpu, &cfg, &corpus, mode).unwrap();
+        for _ in 0..2 {
+            model.upload_step(&gpu, &corpus);
+            let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            let before = bitsparse::sync::host_syncs();
+            model.record_step(&mut enc).unwrap();
+            assert_eq!(bitsparse::sync::host_syncs(), before, "{}: recording a step synchronised with the host", mode.name());
+            let before = bitsparse::sync::host_syncs();
+            model.step(&gpu, &corpus).unwrap(); // the real step: exactly one (counted) submit
+            assert_eq!(bitsparse::sync::host_syncs(), before + 1, "{}: a step is one submit", mode.name());
+        }
+    }
 }
