@@ -1,8 +1,7 @@
 // Compress one chunk of a tensor: mask + tile table + compacted values, in one pass over the input.
 //
-// Each workgroup takes the next tile index from an atomic ticket, builds the tile's mask and compacts
-// its nonzeros into workgroup memory, and finds the tile's output offset with a chained scan over the
-// per-tile status words. The scan uses *decoupled fallback* (Smith, Levien, Owens, SPAA 2025): a
+// Each workgroup takes one tile, builds the tile's mask and compacts its nonzeros into workgroup
+// memory, and finds the tile's output offset with a chained scan over the per-tile status words. The scan uses *decoupled fallback* (Smith, Levien, Owens, SPAA 2025): a
 // workgroup whose look-back stalls on a predecessor that has not published yet recomputes that
 // predecessor's size from the input itself and publishes it, so no workgroup ever depends on another
 // one making progress. Every inter-workgroup message is one 32-bit atomic word holding both the flag and
@@ -163,6 +162,8 @@ fn valid_bits(t: u32, q: u32) -> u32 {
 @compute @workgroup_size(128)
 fn compress(
     @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
 #if SUBGROUP
     @builtin(subgroup_id) sg_id: u32,
     @builtin(subgroup_invocation_id) sg_lane: u32,
@@ -178,8 +179,10 @@ fn compress(
 #if ARENA
     base = atomicLoad(&ctrl[p.slot + SLOT_BASE]);
 #endif
+    // Tiles follow the workgroup id. No ticket is needed: a workgroup that waits on a predecessor
+    // which has not run yet recomputes it (the fallback), so dispatch order only affects speed.
     if lid == 0u {
-        wg_tile = atomicAdd(&scan[SCAN_TICKET], 1u);
+        wg_tile = wid.y * nwg.x + wid.x;
 #if ARENA
         // A tensor whose reservation already failed writes nothing at all.
         if atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u {
@@ -240,17 +243,6 @@ fn compress(
     // Publish this tile's aggregate at once, so successors can look past it.
     if lid == 0u {
         atomicMax(&scan[SCAN_TILES + tile], select(FLAG_AGG, FLAG_INC, tile == 0u) | words);
-    }
-
-    // Compact the values into the staging words (element order = (round, thread) order).
-    let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
-    for (var r = 0u; r < ROUNDS; r++) {
-        let mr = m[r];
-        let vr = v[r];
-        var k = emit_word(vr.x, mr & WORD_BITS_MASK, starts[r], width);
-        k = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, k, width);
-        k = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, k, width);
-        k = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, k, width);
     }
 
     // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.
@@ -349,6 +341,21 @@ fn compress(
     if lid == 0u && tile != 0u {
         atomicMax(&scan[SCAN_TILES + tile], FLAG_INC | (prefix + words));
     }
+
+    // Only now compact the values (the look-back above went first so successors see this tile's
+    // inclusive prefix as early as possible).
+    let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
+    for (var r = 0u; r < ROUNDS; r++) {
+        let mr = m[r];
+        let vr = v[r];
+        var k = emit_word(vr.x, mr & WORD_BITS_MASK, starts[r], width);
+        k = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, k, width);
+        k = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, k, width);
+        k = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, k, width);
+    }
+
+    workgroupBarrier();
+
 
     // Write the table entry, the mask words and the values.
     if lid == 0u {

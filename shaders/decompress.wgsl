@@ -142,6 +142,22 @@ fn decompress(
     let width = BITS - p.sign_pack;
     let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
 
+    // Start fetching the value stream before the scan: with streams in tile order (what every writer
+    // here produces) the next table entry bounds this tile's words, so the load overlaps the mask load
+    // and the scan instead of following them.
+    let t0 = get_head(p.table_idx + tile);
+    let vbase = p.val_idx + (t0 - p.val_base);
+    var spec = 0u;
+    if tile + 1u < p.tiles {
+        let t1 = get_head(p.table_idx + tile + 1u);
+        if t1 > t0 {
+            spec = min(t1 - t0, stream_words(tile_len, width));
+        }
+    }
+    for (var i = lid; i < spec; i += WG) {
+        sval[i] = get_val(vbase + i);
+    }
+
     var m: array<u32, ROUNDS>;
     for (var r = 0u; r < ROUNDS; r++) {
         let mw = mask_word_of(r, li);
@@ -157,9 +173,9 @@ fn decompress(
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
 #endif
     let s = wg_scan(counts, li, sg_lane, sg_size);
-    let vbase = p.val_idx + (get_head(p.table_idx + tile) - p.val_base);
+    // The rest of the stream, if the next table entry did not bound it (last tile, other placements).
     let words = stream_words(s.total.x + s.total.y + s.total.z + s.total.w, width);
-    for (var i = lid; i < words; i += WG) {
+    for (var i = spec + lid; i < words; i += WG) {
         sval[i] = get_val(vbase + i);
     }
     workgroupBarrier();
