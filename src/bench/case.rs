@@ -36,6 +36,10 @@ pub struct BatchCtx<'a> {
     pub input: &'a wgpu::Buffer,
     /// Check results after timing.
     pub verify: bool,
+    /// The plain dense kernels, built once per run when first needed.
+    pub dense: &'a std::cell::OnceCell<crate::fused::DenseAct>,
+    /// Inputs of the fused and plain kernels, made once per batch when first needed.
+    pub fused: std::cell::OnceCell<super::fused::FusedInputs>,
 }
 
 impl BatchCtx<'_> {
@@ -71,6 +75,12 @@ pub trait Case {
     fn bytes_moved(&self) -> u64;
     /// Buffers the case writes or reads besides the batch input (for the fence).
     fn buffers(&self) -> Vec<&wgpu::Buffer>;
+    /// Records what must precede each repetition but is not part of the op (an arena reset), before the
+    /// fence and outside the timed region.
+    fn before(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        let _ = encoder;
+        Ok(())
+    }
     /// Records the work (nothing is submitted).
     fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()>;
     /// Checks the result after timing (may submit and read back).
@@ -142,7 +152,7 @@ impl Case for CopyCase<'_> {
 }
 
 /// Ratio and bound fraction of a stream of `value_words` value words.
-fn codec_check(ctx: &BatchCtx<'_>, layout: &Layout, value_words: u64, note: Option<String>) -> Check {
+pub(super) fn codec_check(ctx: &BatchCtx<'_>, layout: &Layout, value_words: u64, note: Option<String>) -> Check {
     let stored = layout.compact_bytes(value_words) as f64;
     let achieved_bits = stored * 8.0 / ctx.n() as f64;
     let bound = entropy_bound_bits(ctx.stats.measured_density, ctx.dtype, layout.options.sign_pack);

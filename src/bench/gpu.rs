@@ -49,7 +49,9 @@ pub fn check_size(device: &wgpu::Device, label: &str, size: u64) -> Result<()> {
     Ok(())
 }
 
-/// Records the fence: clears the guard word of each buffer.
+/// Records the fence: clears the guard word of each buffer. On Vulkan the barrier wgpu inserts is an
+/// execution dependency on all earlier compute work, so fencing the buffers an op reads or writes is
+/// enough even where the op also writes buffers without a guard (an arena).
 pub fn fence(encoder: &mut wgpu::CommandEncoder, buffers: &[&wgpu::Buffer]) {
     for b in buffers {
         encoder.clear_buffer(b, b.size() - 4, Some(4));

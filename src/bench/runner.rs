@@ -46,6 +46,7 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
     let sweep = config.resolve(cpu)?;
     let codec = Codec::new(&gpu.device)?;
     let copy = CopyKernel::new(&gpu.device)?;
+    let dense = std::cell::OnceCell::new();
     let limits = gpu.device.limits();
     let mut report = BenchReport { adapter: adapter_report(&gpu.info), copy_gbps: f64::NAN, rows: Vec::new(), notes: Vec::new(), context: Vec::new() };
     report.context = vec![
@@ -113,6 +114,8 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
                     stats: &stats,
                     input: &input,
                     verify: config.verify,
+                    dense: &dense,
+                    fused: std::cell::OnceCell::new(),
                 };
                 let out = run_batch(&bctx, &sweep, mode)?;
                 let samples = out.copy_gbps_samples;
@@ -248,6 +251,7 @@ fn time_cases(ctx: &BatchCtx<'_>, cases: &[Box<dyn Case + '_>], sweep: &Resolved
     for _ in 0..sweep.warmup {
         let mut enc = encoder();
         for c in cases {
+            c.before(&mut enc)?;
             gpu::fence(&mut enc, &fenced);
             c.record(&mut enc)?;
         }
@@ -268,6 +272,7 @@ fn time_cases(ctx: &BatchCtx<'_>, cases: &[Box<dyn Case + '_>], sweep: &Resolved
         for _ in 0..rounds {
             let mut enc = encoder();
             for (i, c) in cases.iter().enumerate() {
+                c.before(&mut enc)?;
                 gpu::fence(&mut enc, &fenced);
                 let a = timer.stamp(&mut enc)?;
                 c.record(&mut enc)?;
