@@ -85,6 +85,11 @@ impl ParamLayout {
     }
 }
 
+/// Records something into an encoder (profiling).
+type RecordFn<'a> = dyn FnMut(&mut wgpu::CommandEncoder) -> Result<()> + 'a;
+/// Runs a recorder alone and charges its time to a label (profiling).
+type TimedFn<'a> = dyn FnMut(&str, &mut RecordFn) -> Result<()> + 'a;
+
 /// Per-step statistics read back from the history buffer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepStats {
@@ -149,7 +154,7 @@ pub struct Model {
     backup: [wgpu::Buffer; 3],
 }
 
-fn gemm(gpu: &mut Gpu, label: &'static str, v: GemmVariant, mnk: (u32, u32, u32), ld: (u32, u32, u32), a: Bind, b: Bind, c: Bind) -> Result<Dispatch> {
+fn gemm(gpu: &mut Gpu, label: &'static str, v: GemmVariant, mnk: (u32, u32, u32), ld: (u32, u32, u32), [a, b, c]: [Bind; 3]) -> Result<Dispatch> {
     let (m, n, k) = mnk;
     if m % 4 != 0 || n % 4 != 0 {
         return Err(bitsparse::Error::InvalidArgument(format!("{label}: GEMM shape {m}×{n} is not a multiple of 4")));
@@ -221,7 +226,7 @@ impl Model {
             let pre = vec![
                 gpu.dispatch("rms_forward", Kernel::RmsForward, [t, d, fbits(RMS_EPS), 0, 0, 0, 0, 0], &[w(&b.xs[l]), w(&b.h)], tok_groups)?,
                 // z = h · W₁ᵀ  (T×d · (H×d)ᵀ), rounded to BF16
-                gemm(gpu, "z=h·W1ᵀ", bf(false, true, false, false, true), (t, hd, d), (d, d, hd), w(&b.h), f32s(&b.params, lay.w1[l]), w(&b.z))?,
+                gemm(gpu, "z=h·W1ᵀ", bf(false, true, false, false, true), (t, hd, d), (d, d, hd), [w(&b.h), f32s(&b.params, lay.w1[l]), w(&b.z)])?,
                 gpu.dispatch(
                     "count_relu",
                     Kernel::CountRelu,
@@ -232,7 +237,7 @@ impl Model {
             ];
             let post = vec![
                 // y = a · W₂ᵀ  (T×H · (d×H)ᵀ)
-                gemm(gpu, "y=a·W2ᵀ", bf(false, true, true, false, false), (t, d, hd), (hd, hd, d), w(cache.forward_a(l)), f32s(&b.params, lay.w2[l]), w(&b.y))?,
+                gemm(gpu, "y=a·W2ᵀ", bf(false, true, true, false, false), (t, d, hd), (hd, hd, d), [w(cache.forward_a(l)), f32s(&b.params, lay.w2[l]), w(&b.y)])?,
                 gpu.dispatch("residual", Kernel::ResidualAdd, [xw as u32, 0, 0, 0, 0, 0, 0, 0], &[w(&b.xs[l]), w(&b.y), w(&b.xs[l + 1])], grid_1d(xw))?,
             ];
             p.pre.push(pre);
@@ -241,7 +246,7 @@ impl Model {
         let last = cfg.layers as usize;
         p.head = vec![
             gpu.dispatch("rms_final", Kernel::RmsForward, [t, d, fbits(RMS_EPS), 0, 0, 0, 0, 0], &[w(&b.xs[last]), w(&b.h)], tok_groups)?,
-            gemm(gpu, "logits", bf(false, true, false, false, false), (t, v, d), (d, d, v), w(&b.h), f32s(&b.params, lay.unembed), w(&b.logits))?,
+            gemm(gpu, "logits", bf(false, true, false, false, false), (t, v, d), (d, d, v), [w(&b.h), f32s(&b.params, lay.unembed), w(&b.logits)])?,
             gpu.dispatch(
                 "softmax_xent",
                 Kernel::SoftmaxXent,
@@ -251,9 +256,9 @@ impl Model {
             )?,
             gpu.dispatch("loss_mean", Kernel::LossMean, [t, stride, 0, 0, 0, 0, 0, 0], &[w(&b.tok_loss), w(&b.hist), w(&b.step_info)], (1, 1, 1))?,
             // dU = dlogitsᵀ · h  (V×d)
-            gemm(gpu, "dU", bf(true, false, false, false, false), (v, d, t), (v, d, d), w(&b.dlogits), w(&b.h), f32s(&b.grads, lay.unembed))?,
+            gemm(gpu, "dU", bf(true, false, false, false, false), (v, d, t), (v, d, d), [w(&b.dlogits), w(&b.h), f32s(&b.grads, lay.unembed)])?,
             // dh = dlogits · U  (T×d)
-            gemm(gpu, "dhf", bf(false, false, false, false, false), (t, d, v), (v, d, d), w(&b.dlogits), f32s(&b.params, lay.unembed), w(&b.dh))?,
+            gemm(gpu, "dhf", bf(false, false, false, false, false), (t, d, v), (v, d, d), [w(&b.dlogits), f32s(&b.params, lay.unembed), w(&b.dh)])?,
             gpu.dispatch(
                 "rms_backward_final",
                 Kernel::RmsBackward,
@@ -266,15 +271,15 @@ impl Model {
         p.bpost = (0..last).map(|_| Vec::new()).collect();
         for l in (0..last).rev() {
             // g = dy · W₂  (T×d · d×H), rounded to BF16
-            p.bpre[l].push(gemm(gpu, "g=dy·W2", bf(false, false, false, false, true), (t, hd, d), (d, hd, hd), w(&b.dx), f32s(&b.params, lay.w2[l]), w(&b.g))?);
+            p.bpre[l].push(gemm(gpu, "g=dy·W2", bf(false, false, false, false, true), (t, hd, d), (d, hd, hd), [w(&b.dx), f32s(&b.params, lay.w2[l]), w(&b.g)])?);
             p.bpost[l] = vec![
                 // dW₂ = dyᵀ · a  (d×H)
-                gemm(gpu, "dW2", bf(true, false, false, true, false), (d, hd, t), (d, hd, hd), w(&b.dx), w(cache.backward_a(l)), f32s(&b.grads, lay.w2[l]))?,
+                gemm(gpu, "dW2", bf(true, false, false, true, false), (d, hd, t), (d, hd, hd), [w(&b.dx), w(cache.backward_a(l)), f32s(&b.grads, lay.w2[l])])?,
                 gpu.dispatch("rms_recompute", Kernel::RmsForward, [t, d, fbits(RMS_EPS), 0, 0, 0, 0, 0], &[w(&b.xs[l]), w(&b.h)], tok_groups)?,
                 // dW₁ = dzᵀ · h  (H×d)
-                gemm(gpu, "dW1", bf(true, false, true, false, false), (hd, d, t), (hd, d, d), w(&b.dz), w(&b.h), f32s(&b.grads, lay.w1[l]))?,
+                gemm(gpu, "dW1", bf(true, false, true, false, false), (hd, d, t), (hd, d, d), [w(&b.dz), w(&b.h), f32s(&b.grads, lay.w1[l])])?,
                 // dh = dz · W₁  (T×H · H×d)
-                gemm(gpu, "dh", bf(false, false, true, false, false), (t, d, hd), (hd, d, d), w(&b.dz), f32s(&b.params, lay.w1[l]), w(&b.dh))?,
+                gemm(gpu, "dh", bf(false, false, true, false, false), (t, d, hd), (hd, d, d), [w(&b.dz), f32s(&b.params, lay.w1[l]), w(&b.dh)])?,
                 gpu.dispatch("rms_backward", Kernel::RmsBackward, [t, d, fbits(RMS_EPS), 1, 0, 0, 0, 0], &[w(&b.xs[l]), w(&b.dh), w(&b.dx)], tok_groups)?,
             ];
         }
@@ -414,7 +419,7 @@ impl Model {
         self.upload_step(gpu, corpus);
         sync::wait_idle(&gpu.device)?;
         let mut times: BTreeMap<String, f64> = BTreeMap::new();
-        let mut timed = |label: &str, f: &mut dyn FnMut(&mut wgpu::CommandEncoder) -> Result<()>| -> Result<()> {
+        let mut timed = |label: &str, f: &mut RecordFn| -> Result<()> {
             let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("profile") });
             f(&mut enc)?;
             let start = std::time::Instant::now();
@@ -425,7 +430,7 @@ impl Model {
         };
         let p = &self.plan;
         let cache = &mut self.cache;
-        let run_ops = |v: &[Dispatch], timed: &mut dyn FnMut(&str, &mut dyn FnMut(&mut wgpu::CommandEncoder) -> Result<()>) -> Result<()>| -> Result<()> {
+        let run_ops = |v: &[Dispatch], timed: &mut TimedFn| -> Result<()> {
             for d in v {
                 timed(d.label, &mut |enc| {
                     record(enc, d.label, std::slice::from_ref(d));
