@@ -132,3 +132,37 @@ fn no_host_sync_train_step() {
         }
     }
 }
+
+#[test]
+fn train_gradients_match_cpu_reference() {
+    // Bit-identity between modes would also hold for a wrong backward pass: compare the first step's
+    // loss and every weight's gradient with a CPU port of the model (BF16 rounding at the same points,
+    // its own summation order, so the tolerance is BF16-level).
+    let _serial = serial();
+    let cfg = Config::tiny();
+    let corpus = corpus(&cfg);
+    let mut gpu = gpu();
+    for mode in [CacheMode::DenseBaseline, CacheMode::BitSparse] {
+        let mut model = trainer::model::Model::new(&mut gpu, &cfg, &corpus, mode).unwrap();
+        model.step(&gpu, &corpus).unwrap();
+        let loss = model.read_stats(&gpu).unwrap()[0].loss;
+        let grads = model.read_grads(&gpu).unwrap();
+        let params = model.layout.init(&cfg);
+        let (rows, targets) = corpus.batch(cfg.seed, 0, cfg.tokens, cfg.context);
+        let (ref_loss, ref_grads) = trainer::reference::loss_and_grads(&cfg, corpus.vocab, &model.layout, &params, &rows, &targets);
+        assert!((loss - ref_loss).abs() < 1e-3 * ref_loss.abs(), "{}: loss {loss} vs CPU {ref_loss}", mode.name());
+        let lay = &model.layout;
+        let mut tensors = vec![("embed", lay.embed), ("unembed", lay.unembed)];
+        for l in 0..cfg.layers as usize {
+            tensors.push(("w1", lay.w1[l]));
+            tensors.push(("w2", lay.w2[l]));
+        }
+        for (name, (off, n)) in tensors {
+            let (a, b) = (&grads[off as usize..(off + n) as usize], &ref_grads[off as usize..(off + n) as usize]);
+            let diff: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum::<f64>().sqrt();
+            let norm: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum::<f64>().sqrt();
+            assert!(norm > 0.0, "{name}: zero reference gradient");
+            assert!(diff < 2e-2 * norm, "{}: {name} gradient off by {:.3e} relative", mode.name(), diff / norm);
+        }
+    }
+}

@@ -11,6 +11,7 @@ pub mod config;
 pub mod data;
 pub mod gpu;
 pub mod model;
+pub mod reference;
 pub mod report;
 
 use std::time::Instant;

@@ -17,7 +17,7 @@ use super::data::{Corpus, SplitMix64};
 use super::gpu::{fbits, grid_1d, record, Bind, Dispatch, GemmVariant, Gpu, Kernel};
 
 /// RMS-norm epsilon.
-const RMS_EPS: f32 = 1e-5;
+pub const RMS_EPS: f32 = 1e-5;
 /// Adam moments.
 const BETA1: f32 = 0.9;
 const BETA2: f32 = 0.99;
@@ -64,7 +64,7 @@ impl ParamLayout {
     }
 
     /// Initial weights from the seed: uniform with the standard deviation each tensor wants.
-    fn init(&self, cfg: &Config) -> Vec<f32> {
+    pub fn init(&self, cfg: &Config) -> Vec<f32> {
         let mut p = vec![0.0f32; self.total as usize];
         let mut rng = SplitMix64::new(cfg.seed);
         let mut fill = |(off, n): (u64, u64), std: f32| {
@@ -478,6 +478,12 @@ impl Model {
                 nonzeros: w[HIST_HEAD as usize..HIST_HEAD as usize + self.cfg.layers as usize].to_vec(),
             })
             .collect())
+    }
+
+    /// The gradients of the last step, read back (tests).
+    pub fn read_grads(&self, gpu: &Gpu) -> Result<Vec<f32>> {
+        let bytes = sync::read_buffer(&gpu.device, &gpu.queue, &self.bufs.grads, 0, self.layout.total * 4)?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 
     /// All weights, read back (for the end-of-run comparison).
