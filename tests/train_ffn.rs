@@ -166,3 +166,21 @@ fn train_gradients_match_cpu_reference() {
         }
     }
 }
+
+#[test]
+fn train_bit_identical_arena_shrink() {
+    // An arena far too large: at the first logging point the library's sizing policy says 1 MiB will
+    // do, the trainer recreates it smaller before the next step, and the run stays bit-identical.
+    let _serial = serial();
+    let mut cfg = Config::tiny();
+    cfg.arena_bytes = Some(8 << 20);
+    let corpus = corpus(&cfg);
+    let mut gpu = gpu();
+    let report = trainer::run(&mut gpu, &cfg, &corpus, &[CacheMode::DenseBaseline, CacheMode::BitSparse], &mut |_, _| {}).unwrap();
+    assert!(report.bit_identical, "modes differ: {:?}", report.mismatch);
+    let arena = report.modes.iter().find(|m| m.mode == "bitsparse").unwrap();
+    assert_eq!((arena.shrinks, arena.regrows), (1, 0));
+    let t = cfg.tokens as f64;
+    let x = (cfg.layers * cfg.d * 2) as f64;
+    assert_eq!(arena.reserved_bytes_per_token, x + (1 << 20) as f64 / t);
+}

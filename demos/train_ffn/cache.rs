@@ -82,6 +82,10 @@ pub trait HiddenCache {
     fn verify(&mut self, _gpu: &Gpu) -> Result<bool> {
         Ok(true)
     }
+    /// Times the cache shrank its reservation to follow the data (arena).
+    fn resizes(&self) -> u32 {
+        0
+    }
     /// Bytes held after the last forward. Compressed modes read sizes back from the GPU, so call this
     /// only at logging points (it synchronises).
     fn bytes(&self, gpu: &Gpu) -> Result<CacheBytes>;
@@ -251,11 +255,11 @@ impl HiddenCache for CodecCache {
 /// compressed r and g writes dz and the a the dW₂ GEMM needs. The arena is reset at the start of each
 /// step (whole-step release) and the weight update is gated on it, so an overflowing step changes no
 /// weights; [`HiddenCache::verify`] finds that at the next logging point, grows the arena with the
-/// library's [`ArenaSizer`] and asks the trainer to re-run from its checkpoint.
+/// library's [`ArenaSizer`] and asks the trainer to re-run from its checkpoint. When the same policy
+/// says half the capacity would do (the density fell), the arena is shrunk before the next step.
 pub struct ArenaCache {
     codec: Codec,
     arena: Arena,
-    sizer: ArenaSizer,
     slots: Vec<Option<Slot>>,
     z: wgpu::Buffer,
     g: wgpu::Buffer,
@@ -263,8 +267,11 @@ pub struct ArenaCache {
     a_scratch: wgpu::Buffer,
     n: u64,
     options: Options,
-    /// Times the arena was grown after an overflow.
-    pub regrows: u32,
+    /// A smaller capacity chosen at a logging point, applied at the next step's start (so the last
+    /// step's slots stay readable until then).
+    pending_capacity: Option<u64>,
+    /// Times the arena was shrunk to follow the falling density.
+    pub shrinks: u32,
 }
 
 /// The arena capacity the trainer starts with: the compressed size of every layer at density `rho`,
@@ -290,7 +297,6 @@ impl ArenaCache {
         Ok(ArenaCache {
             codec,
             arena,
-            sizer: ArenaSizer::default(),
             slots: vec![None; cfg.layers as usize],
             z: bufs.z.clone(),
             g: bufs.g.clone(),
@@ -298,7 +304,8 @@ impl ArenaCache {
             a_scratch: gpu.buffer("cache.a_scratch", n * 2),
             n,
             options: Options { sign_pack: cfg.sign_pack },
-            regrows: 0,
+            pending_capacity: None,
+            shrinks: 0,
         })
     }
 }
@@ -314,6 +321,10 @@ impl HiddenCache for ArenaCache {
         &self.a_scratch
     }
     fn begin_step(&mut self, enc: &mut wgpu::CommandEncoder) -> Result<()> {
+        if let Some(c) = self.pending_capacity.take() {
+            self.arena = Arena::new(&self.codec, ArenaConfig::new(c))?;
+            self.shrinks += 1;
+        }
         self.arena.reset(enc);
         self.slots.iter_mut().for_each(|s| *s = None);
         Ok(())
@@ -349,19 +360,30 @@ impl HiddenCache for ArenaCache {
         Ok(Some(self.arena.gate(enc, [grid.0, grid.1, grid.2])?))
     }
     fn verify(&mut self, gpu: &Gpu) -> Result<bool> {
+        // The library's sizing policy over what this arena has seen since it was created (the arena is
+        // recreated whenever it is resized, so old, denser steps drop out of its high-water mark).
         let status = self.arena.read_status(&gpu.queue)?;
-        self.sizer.observe(&status);
+        let mut sizer = ArenaSizer::default();
+        sizer.observe(&status);
+        let want = sizer.recommended_bytes();
         match status.check() {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                if want * 2 <= status.capacity_bytes {
+                    self.pending_capacity = Some(want);
+                }
+                Ok(true)
+            }
             Err(bitsparse::Error::ArenaOverflow { .. }) => {
-                let grown = self.sizer.recommended_bytes().max(status.capacity_bytes * 2);
-                self.arena = Arena::new(&self.codec, ArenaConfig::new(grown))?;
+                self.arena = Arena::new(&self.codec, ArenaConfig::new(want.max(status.capacity_bytes * 2)))?;
+                self.pending_capacity = None;
                 self.slots.iter_mut().for_each(|s| *s = None);
-                self.regrows += 1;
                 Ok(false)
             }
             Err(e) => Err(e),
         }
+    }
+    fn resizes(&self) -> u32 {
+        self.shrinks
     }
     fn bytes(&self, gpu: &Gpu) -> Result<CacheBytes> {
         let status = self.arena.read_status(&gpu.queue)?;

@@ -39,6 +39,8 @@ pub struct ModeRun {
     pub cache_bytes: cache::CacheBytes,
     /// Times the arena overflowed, was grown and the steps since the last checkpoint re-run.
     pub regrows: u32,
+    /// Times the arena was shrunk to follow the density.
+    pub shrinks: u32,
     /// Cached x bytes per layer.
     pub x_bytes_per_layer: u64,
     /// Wall time of the steps (logging reads included), seconds.
@@ -85,7 +87,8 @@ pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, p
     let stats = model.read_stats(gpu)?;
     let params = model.read_params(gpu)?;
     let cache_bytes = model.cache_bytes(gpu)?;
-    Ok(ModeRun { mode, stats, params, cache_bytes, regrows, x_bytes_per_layer: model.x_bytes_per_layer(), seconds })
+    let shrinks = model.cache_resizes();
+    Ok(ModeRun { mode, stats, params, cache_bytes, regrows, shrinks, x_bytes_per_layer: model.x_bytes_per_layer(), seconds })
 }
 
 /// The first difference between two runs' losses, weight hashes or final weights, if any.

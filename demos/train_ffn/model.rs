@@ -492,6 +492,11 @@ impl Model {
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 
+    /// Times the cache shrank its reservation.
+    pub fn cache_resizes(&self) -> u32 {
+        self.cache.resizes()
+    }
+
     /// Hidden-cache bytes after the last forward (synchronises for compressed modes).
     pub fn cache_bytes(&self, gpu: &Gpu) -> Result<CacheBytes> {
         self.cache.bytes(gpu)

@@ -25,6 +25,8 @@ pub struct ModeSummary {
     pub step_ms: f64,
     /// Arena regrows (overflow detected at a logging point, steps re-run).
     pub regrows: u32,
+    /// Arena shrinks (the sizing policy found half the capacity enough).
+    pub shrinks: u32,
     pub final_loss: f32,
 }
 
@@ -134,6 +136,7 @@ impl Report {
                 slack_bytes_per_token: r.cache_bytes.slack as f64 / t,
                 step_ms: r.step_ms(),
                 regrows: r.regrows,
+                shrinks: r.shrinks,
                 final_loss: r.stats.last().map(|s| s.loss).unwrap_or(f32::NAN),
             })
             .collect();
@@ -204,6 +207,7 @@ impl Report {
                 m.slack_bytes_per_token,
                 m.reserved_bytes_per_token,
                 if m.regrows > 0 { format!(", arena grown {}×", m.regrows) } else { String::new() }
+                    + &if m.shrinks > 0 { format!(", arena shrunk {}×", m.shrinks) } else { String::new() }
             );
         }
         s += &format!(
