@@ -3,11 +3,15 @@
 //
 // reserve: a new tensor's slot starts at the current head; if even its header, table and mask (sizes the
 //          host knows) would pass the end, the slot is marked overflowed and its compress writes nothing.
+//          An FP8-storage tensor (`fp8` != 0) also gets its scale here: delayed (FP8_MAX / the amax its
+//          slot's previous FP8 compress recorded, 1.0 when there is none) or the caller's fixed one; the
+//          amax accumulator is then cleared for this compress to fill (one pass: no wait for its own amax).
 // pop:     LIFO release: the head goes back to the slot's base.
 // gate:    the caller's indirect dispatch arguments: its grid when no failure happened this step, else
 //          (0, 0, 0), so a weight update recorded behind it changes nothing after an overflow.
 
 #include "lib/arena_ctrl.wgsl"
+#include "lib/fp8.wgsl"
 
 struct Params {
     slot: u32,          // word index of the slot descriptor
@@ -16,8 +20,8 @@ struct Params {
     gy: u32,
     gz: u32,
     gate_idx: u32,      // gate: word index of the (x, y, z) arguments
-    _pad0: u32,
-    _pad1: u32,
+    fp8: u32,           // reserve: 0 not FP8, 1 delayed e4m3, 2 delayed e5m2, 3 fixed scale
+    fp8_scale: u32,     // reserve, fixed: the scale (f32 bits)
 }
 
 @group(0) @binding(0) var<storage, read_write> ctrl: array<atomic<u32>>;
@@ -33,6 +37,14 @@ fn reserve() {
         st = STATUS_OVERFLOW;
     }
     atomicStore(&ctrl[p.slot + SLOT_STATUS], st);
+    if p.fp8 != 0u {
+        var scale = p.fp8_scale;
+        if p.fp8 != 3u {
+            scale = fp8_delayed_scale(atomicLoad(&ctrl[p.slot + SLOT_AMAX]), p.fp8 - 1u);
+        }
+        atomicStore(&ctrl[p.slot + SLOT_SCALE], scale);
+        atomicStore(&ctrl[p.slot + SLOT_AMAX], 0u);
+    }
 }
 
 @compute @workgroup_size(1)

@@ -30,7 +30,7 @@ struct Params {
     slot: u32,        // arena mode: word index in `ctrl` of this tensor's slot descriptor
     act: u32,         // fused forward: 0 relu, 1 relu²
     values_offset: u32, // arena mode: words before the values section (header + table + mask)
-    _pad: u32,
+    fp8_fmt: u32,     // FP8 storage: 0 e4m3fn, 1 e5m2
 }
 
 const FLAG_AGG: u32 = 0x40000000u;
@@ -94,6 +94,31 @@ fn store_tail_vec(q: u32, v: vec4<u32>, len: u32) {
         }
     }
 }
+#endif
+
+#if FP8_STORE
+// FP8 storage (with FUSED_FWD): the tile geometry stays that of the BF16 z and a (16-bit lanes); the
+// stored r becomes q = fp8(r * scale), kept in the low byte of each 16-bit lane, so the mask (from q: an
+// r that rounds to zero is a zero) and the compaction work unchanged with 8- (7-) bit values. The scale
+// comes from the slot descriptor (`arena.wgsl:reserve`); every tile atomicMax-es the amax of r into the
+// slot (non-negative f32 bits order like u32), which `finish` copies into the header with the scale.
+#include "lib/fp8.wgsl"
+const STORE_BITS: u32 = 8u;
+var<private> fp8_scale: u32;
+var<workgroup> wg_amax: atomic<u32>;
+#if ARENA
+fn fp8_slot_scale() -> u32 { return atomicLoad(&ctrl[p.slot + SLOT_SCALE]); }
+fn fp8_slot_amax() -> u32 { return atomicLoad(&ctrl[p.slot + SLOT_AMAX]); }
+fn fp8_record_amax(a: u32) { atomicMax(&ctrl[p.slot + SLOT_AMAX], a); }
+#else
+// FP8 storage exists only in the arena (the scale lives in a slot descriptor); these stubs only keep
+// the variants that are never built valid WGSL.
+fn fp8_slot_scale() -> u32 { return 0x3f800000u; }
+fn fp8_slot_amax() -> u32 { return 0u; }
+fn fp8_record_amax(a: u32) {}
+#endif
+#else
+const STORE_BITS: u32 = BITS;
 #endif
 
 const STAGE_WORDS: u32 = TILE * BITS / 32u;
@@ -179,6 +204,12 @@ fn compress(
 #if ARENA
     base = atomicLoad(&ctrl[p.slot + SLOT_BASE]);
 #endif
+#if FP8_STORE
+    fp8_scale = fp8_slot_scale();
+    if lid == 0u {
+        atomicStore(&wg_amax, 0u);
+    }
+#endif
     // Tiles follow the workgroup id. No ticket is needed: a workgroup that waits on a predecessor
     // which has not run yet recomputes it (the fallback), so dispatch order only affects speed.
     if lid == 0u {
@@ -206,6 +237,9 @@ fn compress(
     var v: array<vec4<u32>, ROUNDS>;
     var m: array<u32, ROUNDS>;
     var signs = 0u;
+#if FP8_STORE
+    var amax = 0u;
+#endif
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
         var x = load_vec(tile, q);
@@ -217,6 +251,11 @@ fn compress(
         } else {
             store_tail_vec(q, a, p.tail_len);
         }
+#endif
+#if FP8_STORE
+        amax = max(amax, amax_vec(x));
+        // q is never negative (NaN -> 0x7f / 0x7e), so its lanes' bit 15 tested below stays clear.
+        x = fp8_quant_vec(x, fp8_scale, p.fp8_fmt);
 #endif
         v[r] = x;
         let mr = nz_bits(x) & valid_bits(tile, q);
@@ -231,7 +270,10 @@ fn compress(
 #else
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
 #endif
-    let width = BITS - p.sign_pack;
+#if FP8_STORE
+    atomicMax(&wg_amax, amax);
+#endif
+    let width = STORE_BITS - p.sign_pack;
     if p.sign_pack != 0u && signs != 0u {
         atomicOr(&scan[SCAN_STATUS], SIGN_BIT_SET);
     }
@@ -329,6 +371,9 @@ fn compress(
 #if FUSED_FWD
             fx = relu_vec(fx); // the fused forward stores relu(z): count what the tile itself counts
 #endif
+#if FP8_STORE
+            fx = fp8_quant_vec(fx, fp8_scale, p.fp8_fmt); // ... and under FP8 storage, q
+#endif
             c += countOneBits(nz_bits(fx));
         }
         atomicAdd(&wg_count, c);
@@ -360,6 +405,9 @@ fn compress(
     // Write the table entry, the mask words and the values.
     if lid == 0u {
         put_head(p.table_idx + tile, p.val_base + prefix);
+#if FP8_STORE
+        fp8_record_amax(atomicLoad(&wg_amax));
+#endif
     }
     let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
     let mwords = (tile_len + 31u) / 32u;
@@ -416,6 +464,11 @@ fn finish() {
     put_head(h + 3u, p.n_hi);
     put_head(h + 4u, value_words);
     put_head(h + 5u, status);
+#if FP8_STORE
+    put_head(h + 6u, fp8_slot_amax());
+    put_head(h + 7u, fp8_slot_scale());
+#else
     put_head(h + 6u, 0u);
     put_head(h + 7u, 0u);
+#endif
 }

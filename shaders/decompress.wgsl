@@ -24,7 +24,7 @@ struct Params {
     slot: u32,        // arena mode: word index in `ctrl` of the slot descriptor
     act: u32,         // fused backward: 0 relu, 1 relu²
     write_a: u32,     // fused backward: 1 to also write the dense activation
-    _pad3: u32,
+    fp8_fmt: u32,     // FP8 storage: 0 e4m3fn, 1 e5m2
 }
 
 @group(0) @binding(3) var<storage, read_write> dst4: array<vec4<u32>>;
@@ -72,6 +72,22 @@ fn load_g(tile: u32, q: u32) -> vec4<u32> {
     }
     return v;
 }
+#endif
+
+#if FP8_STORE
+// FP8 storage (with FUSED_BWD): the stream holds q = fp8(r * scale) (8- or 7-bit values) while g, dL/dz
+// and a keep the BF16 geometry: each q is decoded into the low byte of a 16-bit lane and dequantized to
+// r' = bf16(q / scale) (scale from the slot descriptor) before the same activation math.
+#include "lib/fp8.wgsl"
+const STORE_BITS: u32 = 8u;
+#if ARENA
+fn fp8_slot_scale() -> u32 { return atomicLoad(&ctrl[p.slot + SLOT_SCALE]); }
+#else
+// FP8 storage exists only in the arena; the stub keeps the variants that are never built valid WGSL.
+fn fp8_slot_scale() -> u32 { return 0x3f800000u; }
+#endif
+#else
+const STORE_BITS: u32 = BITS;
 #endif
 
 // The tile's value stream, staged in workgroup memory by one coalesced cooperative load.
@@ -139,7 +155,7 @@ fn decompress(
     }
 #endif
     let li = logical_index(lid, sg_id, sg_lane, sg_size);
-    let width = BITS - p.sign_pack;
+    let width = STORE_BITS - p.sign_pack;
     let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
 
     // Start fetching the value stream before the scan: with streams in tile order (what every writer
@@ -190,6 +206,9 @@ fn decompress(
         let w2 = decode_word((mr >> (2u * EPW)) & WORD_BITS_MASK, &k, width);
         let w3 = decode_word((mr >> (3u * EPW)) & WORD_BITS_MASK, &k, width);
         var v = vec4<u32>(w0, w1, w2, w3);
+#if FP8_STORE
+        v = fp8_dequant_vec(v, fp8_slot_scale(), p.fp8_fmt);
+#endif
 #if FUSED_BWD
         let g = load_g(tile, q);
         if p.write_a != 0u {

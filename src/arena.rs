@@ -23,6 +23,7 @@ use wgpu::util::DeviceExt;
 
 use crate::codec::{BufferRange, Codec, FusedBackward, Placement, Source, Target};
 use crate::cpu::act::Activation;
+use crate::cpu::fp8;
 use crate::error::{Error, Result};
 use crate::format::{status, DType, Layout, Options};
 use crate::kernels::{pipeline, storage, uniform};
@@ -38,8 +39,24 @@ pub mod ctrl {
     pub const HIGH: u64 = 2;
     /// Capacity in words.
     pub const CAP: u64 = 3;
-    /// First slot descriptor (4 words each: base, status, value words, spare).
+    /// First slot descriptor.
     pub const SLOTS: u64 = 8;
+    /// Words per slot descriptor: base, status, value words, spare, amax_accum, scale_used, 2 spare.
+    pub const SLOT_STRIDE: u64 = 8;
+    /// Slot word: FP8 storage, the amax (f32 bits) of the source seen by the slot's last FP8 compress.
+    pub const SLOT_AMAX: u64 = 4;
+    /// Slot word: FP8 storage, the scale (f32 bits) its last FP8 compress used.
+    pub const SLOT_SCALE: u64 = 5;
+}
+
+/// The per-tensor scale of FP8 storage ([`Arena::fused_forward_fp8`]).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Fp8Scale {
+    /// FP8_MAX / the amax recorded by the previous FP8 compress of the same slot (1.0 when there is
+    /// none, or when it is 0, not finite or too small for a finite scale): the forward stays one pass.
+    Delayed,
+    /// A caller-given scale: a positive, normal, finite f32.
+    Fixed(f32),
 }
 
 /// How many tensors may be live at once, and how many gates a step may record.
@@ -67,12 +84,19 @@ pub struct Slot {
     /// Element type, count and options.
     pub layout: Layout,
     placement: Placement,
+    /// FP8 storage format (0 e4m3fn, 1 e5m2) when the slot holds FP8 codes of a BF16 activation.
+    fp8: Option<u32>,
 }
 
 impl Slot {
     /// Word index of this slot's descriptor in the control buffer.
     fn word(&self) -> u32 {
-        (ctrl::SLOTS + 4 * self.id as u64) as u32
+        (ctrl::SLOTS + ctrl::SLOT_STRIDE * self.id as u64) as u32
+    }
+
+    /// Whether the slot holds FP8 codes of a BF16 activation ([`Arena::fused_forward_fp8`]).
+    pub fn is_fp8(&self) -> bool {
+        self.fp8.is_some()
     }
 }
 
@@ -137,7 +161,10 @@ struct SetupParams {
     gy: u32,
     gz: u32,
     gate_idx: u32,
-    _pad: [u32; 2],
+    /// reserve: 0 not FP8, 1 delayed e4m3, 2 delayed e5m2, 3 fixed scale.
+    fp8: u32,
+    /// reserve, fixed scale: its f32 bits.
+    fp8_scale: u32,
 }
 
 #[derive(Debug)]
@@ -180,7 +207,7 @@ impl Arena {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let words = ctrl::SLOTS + 4 * config.max_slots as u64 + 4 * config.max_gates as u64;
+        let words = ctrl::SLOTS + ctrl::SLOT_STRIDE * config.max_slots as u64 + 4 * config.max_gates as u64;
         let mut init = vec![0u32; words as usize];
         init[ctrl::CAP as usize] = (config.capacity_bytes / 4) as u32;
         let ctrl = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -256,17 +283,35 @@ impl Arena {
             None => return Err(Error::InvalidArgument(format!("more than {} live arena slots", self.config.max_slots))),
         };
         st.live.push(id);
-        Ok(Slot { id, layout, placement: Placement::Compact })
+        Ok(Slot { id, layout, placement: Placement::Compact, fp8: None })
     }
 
-    fn push_with(&self, encoder: &mut wgpu::CommandEncoder, input: BufferRange<'_>, layout: Layout, fused: Option<(u32, BufferRange<'_>)>) -> Result<Slot> {
+    fn push_with(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        input: BufferRange<'_>,
+        layout: Layout,
+        fused: Option<(u32, BufferRange<'_>)>,
+        fp8: Option<(u32, Fp8Scale)>,
+    ) -> Result<Slot> {
         if input.buffer == &self.buffer || fused.as_ref().is_some_and(|(_, a)| a.buffer == &self.buffer) {
             return Err(Error::InvalidArgument("inputs and outputs must not live in the arena buffer".into()));
         }
+        let (fp8_mode, fp8_scale) = match fp8 {
+            None => (0, 0),
+            Some((fmt, Fp8Scale::Delayed)) => (1 + fmt, 0),
+            Some((_, Fp8Scale::Fixed(s))) => {
+                if !fp8::valid_scale(s) {
+                    return Err(Error::InvalidArgument(format!("an FP8 scale must be a positive, normal, finite f32, not {s}")));
+                }
+                (3, s.to_bits())
+            }
+        };
         let mut slot = self.new_slot(layout)?;
-        let p = SetupParams { slot: slot.word(), values_offset: layout.values_offset as u32, ..Default::default() };
+        slot.fp8 = fp8.map(|(fmt, _)| fmt);
+        let p = SetupParams { slot: slot.word(), values_offset: layout.values_offset as u32, fp8: fp8_mode, fp8_scale, ..Default::default() };
         self.setup_pass(encoder, &self.setup.reserve, p);
-        let target = Target::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word(), fused };
+        let target = Target::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word(), fused, fp8: slot.fp8 };
         match self.codec.record_compress(encoder, input, &layout, target) {
             Ok(placement) => {
                 slot.placement = placement;
@@ -285,7 +330,7 @@ impl Arena {
 
     /// Records the compression of `n` elements of `dtype` from `input` into the arena.
     pub fn push(&self, encoder: &mut wgpu::CommandEncoder, input: BufferRange<'_>, dtype: DType, n: u64, options: Options) -> Result<Slot> {
-        self.push_with(encoder, input, Layout::new(dtype, n, options)?, None)
+        self.push_with(encoder, input, Layout::new(dtype, n, options)?, None, None)
     }
 
     /// Fused forward: from the BF16 pre-activation `z`, writes the dense activation `a` (relu(z) or
@@ -299,7 +344,34 @@ impl Arena {
         options: Options,
         a_out: BufferRange<'_>,
     ) -> Result<Slot> {
-        self.push_with(encoder, z, Layout::new(DType::Bf16, n, options)?, Some((act.code(), a_out)))
+        self.push_with(encoder, z, Layout::new(DType::Bf16, n, options)?, Some((act.code(), a_out)), None)
+    }
+
+    /// Fused forward with **FP8 storage (lossy)**: writes the dense `a` exactly as
+    /// [`Arena::fused_forward`] does (BF16, bit-exact), but stores q = fp8(relu(z) · scale) as a
+    /// `format` (E4m3 or E5m2) tensor: the exact product rounded to nearest even, saturating to the
+    /// largest finite value; the mask is q's, so an r that rounds to zero is a zero. The stream's header
+    /// carries `AMAX` (amax of relu(z), NaNs excluded) and `SCALE` (the scale used), as f32 bits.
+    /// [`Arena::fused_backward`] dequantizes r' = bf16(q / scale); [`Arena::decompress`] gives q.
+    /// Rules and error bounds: `docs/FUSED.md`, "FP8 storage (lossy)".
+    #[allow(clippy::too_many_arguments)] // fused_forward's arguments plus the two FP8 choices
+    pub fn fused_forward_fp8(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        z: BufferRange<'_>,
+        n: u64,
+        act: Activation,
+        format: DType,
+        scale: Fp8Scale,
+        options: Options,
+        a_out: BufferRange<'_>,
+    ) -> Result<Slot> {
+        let fmt = match format {
+            DType::E4m3 => 0,
+            DType::E5m2 => 1,
+            other => return Err(Error::InvalidArgument(format!("FP8 storage is e4m3 or e5m2, not {other}"))),
+        };
+        self.push_with(encoder, z, Layout::new(format, n, options)?, Some((act.code(), a_out)), Some((fmt, scale)))
     }
 
     /// Records the decompression of `slot` into `output`. An invalid slot (overflowed) writes nothing.
@@ -321,11 +393,11 @@ impl Arena {
         a_out: Option<BufferRange<'_>>,
     ) -> Result<()> {
         self.check_live(slot)?;
-        if slot.layout.dtype != DType::Bf16 {
+        if slot.layout.dtype != DType::Bf16 && slot.fp8.is_none() {
             return Err(Error::InvalidArgument(format!("the fused backward takes BF16 activations, not {}", slot.layout.dtype)));
         }
         let source = Source::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word() };
-        let fused = FusedBackward { act: act.code(), g, a_out };
+        let fused = FusedBackward { act: act.code(), g, a_out, fp8: slot.fp8 };
         self.codec.record_decompress(encoder, source, &slot.layout, slot.placement, dz_out, Some(fused))
     }
 
@@ -372,7 +444,7 @@ impl Arena {
                 return Err(Error::InvalidArgument(format!("more than {} gates in one step", self.config.max_gates)));
             }
             st.gates += 1;
-            ctrl::SLOTS + 4 * self.config.max_slots as u64 + 4 * (st.gates as u64 - 1)
+            ctrl::SLOTS + ctrl::SLOT_STRIDE * self.config.max_slots as u64 + 4 * (st.gates as u64 - 1)
         };
         let p = SetupParams { gx: grid[0], gy: grid[1], gz: grid[2], gate_idx: idx as u32, ..Default::default() };
         self.setup_pass(encoder, &self.setup.gate, p);
@@ -404,6 +476,15 @@ impl Arena {
         let b = sync::read_buffer(self.codec.device(), queue, &self.ctrl, slot.word() as u64 * 4, 16)?;
         let w: Vec<u32> = bytemuck::pod_collect_to_vec(&b);
         Ok((w[1], slot.layout.compact_bytes(w[2] as u64)))
+    }
+
+    /// Reads one slot's FP8 words (blocking; tools and tests): `(amax, scale)` of its last FP8
+    /// compress, as f32 (what the header's `AMAX` / `SCALE` carry).
+    pub fn read_fp8(&self, queue: &wgpu::Queue, slot: &Slot) -> Result<(f32, f32)> {
+        let off = (slot.word() as u64 + ctrl::SLOT_AMAX) * 4;
+        let b = sync::read_buffer(self.codec.device(), queue, &self.ctrl, off, 8)?;
+        let w: Vec<u32> = bytemuck::pod_collect_to_vec(&b);
+        Ok((f32::from_bits(w[0]), f32::from_bits(w[1])))
     }
 }
 

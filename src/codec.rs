@@ -100,7 +100,8 @@ struct Params {
     act: u32,
     /// compress: words before the values section (arena commit); decompress: `write_a` of the fused backward.
     values_offset: u32,
-    _pad: u32,
+    /// FP8 storage format: 0 e4m3fn, 1 e5m2.
+    fp8_fmt: u32,
 }
 
 /// Scan state words before the per-tile status words (see `shaders/compress.wgsl`).
@@ -313,19 +314,27 @@ impl Codec {
         layout: &Layout,
         target: Target<'_>,
     ) -> Result<Placement> {
-        let (dtype, n) = (layout.dtype, layout.n);
-        if input.size != layout.dense_bytes() {
+        // Under FP8 storage the input (and the fused output) is BF16 while the stream is e4m3/e5m2.
+        let fp8 = match &target {
+            Target::Arena { fp8, .. } => *fp8,
+            Target::Plain(_) => None,
+        };
+        let (dtype, n) = (if fp8.is_some() { DType::Bf16 } else { layout.dtype }, layout.n);
+        let dense_bytes = n * dtype.bytes();
+        if fp8.is_some() && !matches!(target, Target::Arena { fused: Some(_), .. }) {
+            return Err(Error::InvalidArgument("FP8 storage needs the fused forward".into()));
+        }
+        if input.size != dense_bytes {
             return Err(Error::InvalidArgument(format!(
-                "input range of {} bytes does not hold {n} {dtype} elements ({} bytes)",
+                "input range of {} bytes does not hold {n} {dtype} elements ({dense_bytes} bytes)",
                 input.size,
-                layout.dense_bytes()
             )));
         }
         self.check_range("compress input", &input)?;
         let fused = match &target {
             Target::Arena { fused: Some((_, a)), .. } => {
                 self.check_range("fused forward output", a)?;
-                if a.size != layout.dense_bytes() {
+                if a.size != dense_bytes {
                     return Err(Error::InvalidArgument("fused forward output must have the input's size".into()));
                 }
                 true
@@ -341,7 +350,7 @@ impl Codec {
         let chunk_tiles = self.chunk_tiles(dtype);
         let chunks = Self::chunks(layout, chunk_tiles);
         let placement = if chunks.len() > 1 { Placement::Chunked { chunk_tiles } } else { Placement::Compact };
-        let k = self.inner.kernels.get(Variant { compress: true, bits8: dtype.bits() == 8, arena, fused })?;
+        let k = self.inner.kernels.get(Variant { compress: true, bits8: dtype.bits() == 8, arena, fused, fp8: fp8.is_some() })?;
         let eb = dtype.bytes();
         let scan = self.scan_buffer(SCAN_HEAD_WORDS + chunk_tiles.min(layout.tiles.max(1)));
         let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
@@ -357,6 +366,7 @@ impl Codec {
             slot,
             act,
             values_offset: layout.values_offset as u32,
+            fp8_fmt: fp8.unwrap_or(0),
             ..Default::default()
         };
         let ro = self.inner.dummy_ro.as_entire_buffer_binding();
@@ -492,13 +502,14 @@ impl Codec {
         output: BufferRange<'_>,
         fused: Option<FusedBackward<'_>>,
     ) -> Result<()> {
-        if output.size != layout.dense_bytes() {
+        // Under FP8 storage the fused backward's dense operands are BF16 while the stream is e4m3/e5m2.
+        let fp8 = fused.as_ref().and_then(|f| f.fp8);
+        let dense_dtype = if fp8.is_some() { DType::Bf16 } else { layout.dtype };
+        let dense_bytes = layout.n * dense_dtype.bytes();
+        if output.size != dense_bytes {
             return Err(Error::InvalidArgument(format!(
-                "decompress output range of {} bytes does not hold {} {} elements ({} bytes)",
-                output.size,
-                layout.n,
-                layout.dtype,
-                layout.dense_bytes()
+                "decompress output range of {} bytes does not hold {} {} elements ({dense_bytes} bytes)",
+                output.size, layout.n, dense_dtype,
             )));
         }
         self.check_range("decompress output", &output)?;
@@ -513,8 +524,8 @@ impl Codec {
             for (what, r) in [("fused backward gradient", Some(&f.g)), ("fused backward activation", f.a_out.as_ref())] {
                 if let Some(r) = r {
                     self.check_range(what, r)?;
-                    if r.size != layout.dense_bytes() {
-                        return Err(Error::InvalidArgument(format!("{what} range must hold the tensor's {} bytes", layout.dense_bytes())));
+                    if r.size != dense_bytes {
+                        return Err(Error::InvalidArgument(format!("{what} range must hold the tensor's {dense_bytes} bytes")));
                     }
                 }
             }
@@ -522,10 +533,10 @@ impl Codec {
         if layout.tiles == 0 {
             return Ok(());
         }
-        let eb = layout.dtype.bytes();
+        let eb = dense_dtype.bytes();
         let chunk_tiles = match placement {
             Placement::Chunked { chunk_tiles } => chunk_tiles,
-            Placement::Compact => self.chunk_tiles(layout.dtype),
+            Placement::Compact => self.chunk_tiles(dense_dtype),
         };
         if chunk_tiles == 0 || chunk_tiles * TILE as u64 * eb + self.inner.align > self.inner.max_binding {
             return Err(Error::Unsupported(format!("chunks of {chunk_tiles} tiles do not fit this device's bindings")));
@@ -542,7 +553,7 @@ impl Codec {
                 ));
             }
         }
-        let k = self.inner.kernels.get(Variant { compress: false, bits8: layout.dtype.bits() == 8, arena, fused: fused.is_some() })?;
+        let k = self.inner.kernels.get(Variant { compress: false, bits8: dense_dtype.bits() == 8, arena, fused: fused.is_some(), fp8: fp8.is_some() })?;
         let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
         let rw = self.inner.dummy_rw.as_entire_buffer_binding();
         let (slot, act, write_a) = match (&source, &fused) {
@@ -603,6 +614,7 @@ impl Codec {
                 slot,
                 act,
                 values_offset: write_a,
+                fp8_fmt: fp8.unwrap_or(0),
                 ..Default::default()
             };
             let pbuf = self.params(&p);
@@ -621,8 +633,9 @@ pub(crate) enum Target<'a> {
     /// A caller's stream range.
     Plain(BufferRange<'a>),
     /// The arena, at the base recorded in slot descriptor `slot_word` of `ctrl`; with the fused forward
-    /// `(activation code, dense output)` when set.
-    Arena { arena: &'a wgpu::Buffer, ctrl: &'a wgpu::Buffer, slot_word: u32, fused: Option<(u32, BufferRange<'a>)> },
+    /// `(activation code, dense output)` when set. `fp8`: FP8 storage (format 0 e4m3fn, 1 e5m2; needs
+    /// `fused`): the input is BF16 and the layout's dtype is the stream's e4m3/e5m2.
+    Arena { arena: &'a wgpu::Buffer, ctrl: &'a wgpu::Buffer, slot_word: u32, fused: Option<(u32, BufferRange<'a>)>, fp8: Option<u32> },
 }
 
 /// Where a decompress reads.
@@ -641,6 +654,8 @@ pub(crate) struct FusedBackward<'a> {
     pub g: BufferRange<'a>,
     /// Where to write the dense a, if wanted.
     pub a_out: Option<BufferRange<'a>>,
+    /// FP8 storage (format 0 e4m3fn, 1 e5m2): the stream holds e4m3/e5m2 codes, g / dL/dz / a are BF16.
+    pub fp8: Option<u32>,
 }
 
 fn entry(binding: u32, b: wgpu::BufferBinding<'_>) -> wgpu::BindGroupEntry<'_> {

@@ -2,7 +2,8 @@
 //!
 //! Variants are chosen textually (see [`crate::shaders`]): `BITS8` for 8-bit element types, `SUBGROUP`
 //! for the fast path where the device has `Features::SUBGROUP`, `ARENA` for streams inside the GPU arena
-//! (their position is known only on the GPU), `FUSED_FWD` / `FUSED_BWD` for the fused activation kernels.
+//! (their position is known only on the GPU), `FUSED_FWD` / `FUSED_BWD` for the fused activation kernels,
+//! `FP8_STORE` (with one of them) for FP8 storage of their BF16 activation.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -128,6 +129,9 @@ pub struct Variant {
     pub arena: bool,
     /// Fused forward (compress) or fused backward (decompress); needs `arena`.
     pub fused: bool,
+    /// FP8 storage of the BF16 activation (`FP8_STORE`): the dense geometry stays 16-bit, the stream
+    /// holds 8-bit (7 sign-packed) FP8 codes; needs `fused` and not `bits8`.
+    pub fp8: bool,
 }
 
 /// A built variant: its layout and pipelines.
@@ -161,7 +165,7 @@ impl Kernels {
         let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), trusted: trusted_codec_kernels(), cache: Mutex::new(HashMap::new()) };
         for compress in [true, false] {
             for bits8 in [false, true] {
-                k.get(Variant { compress, bits8, arena: false, fused: false })?;
+                k.get(Variant { compress, bits8, arena: false, fused: false, fp8: false })?;
             }
         }
         Ok(k)
@@ -211,6 +215,7 @@ impl Kernels {
             (v.arena, "ARENA"),
             (v.fused && v.compress, "FUSED_FWD"),
             (v.fused && !v.compress, "FUSED_BWD"),
+            (v.fp8, "FP8_STORE"),
         ] {
             if on {
                 defs.push(name);

@@ -14,6 +14,7 @@
 //! * [`synthetic_relu2`] / [`synthetic_bits`] make deterministic test and demo data.
 
 pub mod act;
+pub mod fp8;
 mod compress;
 mod decompress;
 mod place;
