@@ -13,7 +13,7 @@
 //! arena's "step ok") and [`CodecCache`] (BitSparse through the plain codec into worst-case slots,
 //! kept as a cross-check of the arena path).
 
-use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, GateArgs, Slot};
+use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, ArenaStatus, GateArgs, Slot};
 use bitsparse::fused::Activation;
 use bitsparse::{BufferRange, Codec, Compressed, DType, Layout, Options, Result};
 
@@ -360,20 +360,25 @@ impl HiddenCache for ArenaCache {
         Ok(Some(self.arena.gate(enc, [grid.0, grid.1, grid.2])?))
     }
     fn verify(&mut self, gpu: &Gpu) -> Result<bool> {
-        // The library's sizing policy over what this arena has seen since it was created (the arena is
-        // recreated whenever it is resized, so old, denser steps drop out of its high-water mark).
         let status = self.arena.read_status(&gpu.queue)?;
-        let mut sizer = ArenaSizer::default();
-        sizer.observe(&status);
-        let want = sizer.recommended_bytes();
         match status.check() {
             Ok(()) => {
+                // Shrink with the library's sizing policy applied to the last step's use (the head after
+                // it: the arena is reset at each step's start and not popped). The arena's own high-water
+                // mark would remember the denser early steps for ever. Halving at most keeps resizes rare;
+                // a later, denser step overflows safely and regrows below.
+                let mut sizer = ArenaSizer::default();
+                sizer.observe(&ArenaStatus { high_water_bytes: status.used_bytes, ..status });
+                let want = sizer.recommended_bytes();
                 if want * 2 <= status.capacity_bytes {
                     self.pending_capacity = Some(want);
                 }
                 Ok(true)
             }
             Err(bitsparse::Error::ArenaOverflow { .. }) => {
+                let mut sizer = ArenaSizer::default();
+                sizer.observe(&status);
+                let want = sizer.recommended_bytes();
                 self.arena = Arena::new(&self.codec, ArenaConfig::new(want.max(status.capacity_bytes * 2)))?;
                 self.pending_capacity = None;
                 self.slots.iter_mut().for_each(|s| *s = None);
