@@ -293,12 +293,13 @@ impl Case for DecompressCase<'_> {
     }
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
         let (words, mut note) = stored_value_words(ctx, &self.stream)?;
-        if ctx.verify && note.is_none() {
+        if ctx.verify {
             let back = sync::read_buffer(ctx.device, ctx.queue, &self.out, 0, self.dense)?;
             if back != ctx.data {
                 let first = back.iter().zip(ctx.data).position(|(a, b)| a != b).unwrap_or(0) as u64 / ctx.dtype.bytes();
+                let earlier = note.map(|n| format!("{n}; ")).unwrap_or_default();
                 note = Some(format!(
-                    "decompress {} {} ρ={} n={}: NOT bit-exact (first difference at element {first})",
+                    "{earlier}decompress {} {} ρ={} n={}: NOT bit-exact (first difference at element {first})",
                     ctx.dtype,
                     if self.sign_pack() { "sign-packed" } else { "unpacked" },
                     ctx.density,
