@@ -62,7 +62,7 @@ fn preact(n: usize, seed: u64) -> Vec<u8> {
     out
 }
 
-fn arena(ctx: &GpuContext, codec: &Codec, bytes: u64) -> Arena {
+fn arena(_ctx: &GpuContext, codec: &Codec, bytes: u64) -> Arena {
     Arena::new(codec, ArenaConfig::new(bytes)).expect("arena")
 }
 

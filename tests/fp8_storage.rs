@@ -214,7 +214,7 @@ struct Step {
 /// One FP8 forward + decompress + fused backward, checked bit for bit against the CPU reference
 /// computed with `scale_expected`. Returns what the step stored.
 #[allow(clippy::too_many_arguments)]
-fn fp8_step(ctx: &GpuContext, arena: &Arena, z: &[u8], g: &[u8], act: Activation, dtype: DType, scale: Fp8Scale, scale_expected: f32, opts: Options, what: &str) -> Step {
+fn fp8_step(ctx: &GpuContext, arena: &Arena, chunked: bool, z: &[u8], g: &[u8], act: Activation, dtype: DType, scale: Fp8Scale, scale_expected: f32, opts: Options, what: &str) -> Step {
     let n = z.len() / 2;
     let bytes = z.len() as u64;
     let (r_ref, a_ref) = act::forward(z, act);
@@ -225,6 +225,7 @@ fn fp8_step(ctx: &GpuContext, arena: &Arena, z: &[u8], g: &[u8], act: Activation
     let (zb, gb) = (buf(ctx, z), buf(ctx, g));
     let (ab, qb, dzb, a2b) = (canary(ctx, bytes), canary(ctx, n as u64), canary(ctx, bytes), canary(ctx, bytes));
     let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let syncs = sync::thread_host_syncs();
     arena.reset(&mut enc);
     let slot: Slot = arena
         .fused_forward_fp8(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, act, dtype, scale, opts, BufferRange::new(&ab, 0, bytes))
@@ -233,6 +234,7 @@ fn fp8_step(ctx: &GpuContext, arena: &Arena, z: &[u8], g: &[u8], act: Activation
     assert_eq!(slot.layout.dtype, dtype);
     arena.decompress(&mut enc, &slot, BufferRange::new(&qb, 0, n as u64)).unwrap();
     arena.fused_backward(&mut enc, &slot, act, BufferRange::new(&gb, 0, bytes), BufferRange::new(&dzb, 0, bytes), Some(BufferRange::new(&a2b, 0, bytes))).unwrap();
+    assert_eq!(sync::thread_host_syncs(), syncs, "{what}: recording the FP8 forward/backward synchronised with the host");
     sync::submit(&ctx.queue, [enc.finish()]);
     arena.read_status(&ctx.queue).unwrap().check().unwrap();
     let (amax_gpu, scale_gpu) = arena.read_fp8(&ctx.queue, &slot).unwrap();
@@ -245,12 +247,21 @@ fn fp8_step(ctx: &GpuContext, arena: &Arena, z: &[u8], g: &[u8], act: Activation
     // The stream: exactly cpu::compress(q) with the header's AMAX / SCALE words filled in.
     let (_, used) = arena.read_slot(&ctx.queue, &slot).unwrap();
     let stream = read(ctx, arena.buffer(), 0, used);
+    // The stream is an ordinary e4m3/e5m2 tensor: the CPU codec decodes it to q.
+    assert!(cpu::decompress(&stream).unwrap() == q_ref, "{what}: stream does not decode to q");
+    if chunked {
+        // A chunked compress leaves gaps between chunks: compare the compacted stream.
+        let stream = cpu::compact(&stream).unwrap();
+        let mut want = cpu::compress(&q_ref, dtype, opts).unwrap();
+        want[24..28].copy_from_slice(&amax.to_le_bytes());
+        want[28..32].copy_from_slice(&scale_expected.to_bits().to_le_bytes());
+        assert!(stream == want, "{what}: compacted chunked stream differs from cpu::compress(q) (+ AMAX/SCALE)");
+        return Step { scale: scale_expected, amax, q: q_ref, r_prime };
+    }
     let mut want = cpu::compress(&q_ref, dtype, opts).unwrap();
     want[24..28].copy_from_slice(&amax.to_le_bytes());
     want[28..32].copy_from_slice(&scale_expected.to_bits().to_le_bytes());
     assert!(stream == want, "{what}: arena stream differs from cpu::compress(q) (+ AMAX/SCALE)");
-    // The stream is an ordinary e4m3/e5m2 tensor: the CPU codec decodes it to q.
-    assert!(cpu::decompress(&stream).unwrap() == q_ref, "{what}: stream does not decode to q");
     Step { scale: scale_expected, amax, q: q_ref, r_prime }
 }
 
@@ -271,12 +282,12 @@ fn fp8_delayed_scale_two_steps_bit_exact() {
                 let z1 = preact(n, n as u64, 0, false);
                 let z2 = preact(n, 3 + n as u64, 10, false);
                 let g = preact(n, 11 + n as u64, 5, false);
-                let s1 = fp8_step(&ctx, &arena, &z1, &g, act, dtype, Fp8Scale::Delayed, 1.0, Options::default(), &format!("{what} step 1"));
+                let s1 = fp8_step(&ctx, &arena, false, &z1, &g, act, dtype, Fp8Scale::Delayed, 1.0, Options::default(), &format!("{what} step 1"));
                 let want2 = fp8::delayed_scale(s1.amax, dtype);
                 assert!(want2 != 1.0, "{what}: the test needs a nontrivial second scale");
                 let rel = (want2 as f64 - fp8::max_finite(dtype) as f64 / f32::from_bits(s1.amax) as f64).abs() / want2 as f64;
                 assert!(rel <= 2f64.powi(-24), "{what}: scale 2 is FP8_MAX/amax1 correctly rounded");
-                let s2 = fp8_step(&ctx, &arena, &z2, &g, act, dtype, Fp8Scale::Delayed, want2, Options::default(), &format!("{what} step 2"));
+                let s2 = fp8_step(&ctx, &arena, false, &z2, &g, act, dtype, Fp8Scale::Delayed, want2, Options::default(), &format!("{what} step 2"));
                 assert_eq!(s2.scale, want2);
                 // Step 1's amax scaled to FP8_MAX: the largest step-1 value would map to the largest code.
                 assert!(s1.q.iter().any(|&c| c != 0), "{what}: step 1 stored nonzeros");
@@ -299,7 +310,7 @@ fn fp8_fixed_scale_saturation_and_sign_pack() {
             let scale = 0.125f32;
             for opts in [Options::default(), Options::SIGN_PACK] {
                 let what = format!("{:?} {dtype} fixed {opts:?}", codec.path());
-                let st = fp8_step(&ctx, &arena, &z, &g, Activation::Relu2, dtype, Fp8Scale::Fixed(scale), scale, opts, &what);
+                let st = fp8_step(&ctx, &arena, false, &z, &g, Activation::Relu2, dtype, Fp8Scale::Fixed(scale), scale, opts, &what);
                 let max_code = if dtype == DType::E5m2 { 0x7b } else { 0x7e };
                 assert!(st.q.contains(&max_code), "{what}: some values saturate");
                 assert!(st.q.contains(&fp8::nan_code(dtype)), "{what}: NaNs are stored as the NaN code");
@@ -307,7 +318,7 @@ fn fp8_fixed_scale_saturation_and_sign_pack() {
             }
             // The next delayed compress of slot 0 uses FP8_MAX / the amax the fixed one recorded (inf
             // here, so the rule gives 1.0).
-            let st = fp8_step(&ctx, &arena, &z, &g, Activation::Relu, dtype, Fp8Scale::Delayed, 1.0, Options::default(), "delayed after inf amax");
+            let st = fp8_step(&ctx, &arena, false, &z, &g, Activation::Relu, dtype, Fp8Scale::Delayed, 1.0, Options::default(), "delayed after inf amax");
             assert_eq!(st.amax, 0x7f80_0000, "amax of a tensor with +inf is +inf");
             let _ = st.scale;
         }
@@ -350,9 +361,9 @@ fn fp8_lossy_error_is_within_half_an_fp8_ulp() {
         // Step 1 records the amax, step 2 stores with the delayed scale: the realistic training case.
         let z = preact(n, 5, 8, false);
         let g = preact(n, 6, 0, false);
-        let s1 = fp8_step(&ctx, &arena, &z, &g, Activation::Relu, dtype, Fp8Scale::Delayed, 1.0, Options::default(), "error step 1");
+        let s1 = fp8_step(&ctx, &arena, false, &z, &g, Activation::Relu, dtype, Fp8Scale::Delayed, 1.0, Options::default(), "error step 1");
         let scale = fp8::delayed_scale(s1.amax, dtype);
-        let st = fp8_step(&ctx, &arena, &z, &g, Activation::Relu, dtype, Fp8Scale::Delayed, scale, Options::default(), "error step 2");
+        let st = fp8_step(&ctx, &arena, false, &z, &g, Activation::Relu, dtype, Fp8Scale::Delayed, scale, Options::default(), "error step 2");
         let (r, _) = act::forward(&z, Activation::Relu);
         let min_normal = 2f64.powi(1 - bias);
         let half_sub = 2f64.powi(1 - bias - man) / 2.0;
@@ -383,4 +394,48 @@ fn fp8_lossy_error_is_within_half_an_fp8_ulp() {
         assert!(max_rel > 0.0 && max_rel <= bound, "{dtype}: max relative error {max_rel} vs bound {bound}");
         assert!(max_abs_sub <= sub_bound, "{dtype}: subnormal-range error {max_abs_sub} vs {sub_bound}");
     }
+}
+
+/// Past the binding size (a test-only small binding): the FP8 forward is split into chunks of BF16
+/// tiles; q, the dense outputs and the backward stay bit-exact, and the stream decodes to q.
+#[test]
+fn chunked_fp8_storage() {
+    let Some(ctx) = common::vulkan() else { return };
+    let codec = Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(4 * 8192 + 1024), ..Default::default() }).unwrap();
+    let arena = Arena::new(&codec, ArenaConfig::new(4 << 20)).unwrap();
+    let n = 10 * 4096 + 77;
+    let z = preact(n, 21, 4, false);
+    let g = preact(n, 22, 0, false);
+    for dtype in FORMATS {
+        let s = fp8_step(&ctx, &arena, true, &z, &g, Activation::Relu2, dtype, Fp8Scale::Fixed(0.5), 0.5, Options::default(), "chunked");
+        assert_eq!(s.q.len(), n);
+    }
+}
+
+/// An FP8 tensor that does not fit: typed error, its decompress and fused backward write nothing.
+#[test]
+fn arena_overflow_fp8_writes_nothing() {
+    let Some(ctx) = common::vulkan() else { return };
+    let codec = Codec::new(&ctx.device).unwrap();
+    let n = 20 * 4096;
+    let bytes = 2 * n as u64;
+    let z = preact(n, 31, 4, false);
+    let zb = buf(&ctx, &z);
+    let (ab, qb, dzb) = (canary(&ctx, bytes), canary(&ctx, n as u64), canary(&ctx, bytes));
+    // Room for the header, table and mask, not for the values.
+    let layout = bitsparse::Layout::new(DType::E4m3, n as u64, Options::default()).unwrap();
+    let arena = Arena::new(&codec, ArenaConfig::new((layout.values_offset * 4 + 1024).next_multiple_of(16))).unwrap();
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let slot = arena
+        .fused_forward_fp8(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, Activation::Relu2, DType::E4m3, Fp8Scale::Delayed, Options::default(), BufferRange::new(&ab, 0, bytes))
+        .unwrap();
+    arena.decompress(&mut enc, &slot, BufferRange::new(&qb, 0, n as u64)).unwrap();
+    arena.fused_backward(&mut enc, &slot, Activation::Relu2, BufferRange::new(&zb, 0, bytes), BufferRange::new(&dzb, 0, bytes), None).unwrap();
+    sync::submit(&ctx.queue, [enc.finish()]);
+    assert!(matches!(arena.read_status(&ctx.queue).unwrap().check(), Err(Error::ArenaOverflow { .. })));
+    assert_eq!(read(&ctx, &qb, 0, n as u64), vec![0xA5u8; n], "overflowed decompress wrote");
+    assert_eq!(read(&ctx, &dzb, 0, bytes), vec![0xA5u8; 2 * n], "overflowed fused backward wrote");
+    // The dense a of an overflowed forward is not guaranteed (as with the lossless fused forward, tiles
+    // that start after the overflow was flagged write nothing): the step is re-run after growing.
+    let _ = &ab;
 }
