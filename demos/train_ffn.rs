@@ -52,6 +52,10 @@ struct Cli {
     /// kernels) as a cross-check of the arena path.
     #[arg(long)]
     with_codec: bool,
+    /// Also run the lossy FP8-storage mode (e4m3 or e5m2; delayed per-tensor scale), reported beside
+    /// the others and not part of the bit-identity check. `none` to skip it.
+    #[arg(long, default_value = "e4m3")]
+    fp8: String,
     /// Arena capacity in bytes for the BitSparse mode (default: sized for --arena-density). A small
     /// value shows the overflow recovery: the failed steps change no weights, the arena grows, they re-run.
     #[arg(long)]
@@ -128,6 +132,12 @@ fn run(cli: &Cli) -> bitsparse::Result<bool> {
         modes.push(CacheMode::BitSparseCodec);
     }
     modes.push(CacheMode::BitSparse);
+    match cli.fp8.to_ascii_lowercase().as_str() {
+        "none" => {}
+        "e4m3" => modes.push(CacheMode::BitSparseFp8(bitsparse::DType::E4m3)),
+        "e5m2" => modes.push(CacheMode::BitSparseFp8(bitsparse::DType::E5m2)),
+        other => return Err(bitsparse::Error::InvalidArgument(format!("--fp8 must be e4m3, e5m2 or none, not `{other}`"))),
+    }
     if cli.profile {
         for &m in &modes {
             let mut model = trainer::model::Model::new(&mut gpu, &cfg, &corpus, m)?;

@@ -184,3 +184,23 @@ fn train_bit_identical_arena_shrink() {
     let x = (cfg.layers * cfg.d * 2) as f64;
     assert_eq!(arena.reserved_bytes_per_token, x + (1 << 20) as f64 / t);
 }
+
+#[test]
+fn train_fp8_storage_runs_and_is_reported_apart() {
+    // FP8 storage is lossy by design: it must not enter the bit-identity verdict, it must store less
+    // than the BF16 form, and its loss must stay close to the lossless run's.
+    let _serial = serial();
+    let cfg = Config::tiny();
+    let corpus = corpus(&cfg);
+    let mut gpu = gpu();
+    let modes = [CacheMode::DenseBaseline, CacheMode::BitSparse, CacheMode::BitSparseFp8(bitsparse::DType::E4m3)];
+    let report = trainer::run(&mut gpu, &cfg, &corpus, &modes, &mut |_, _| {}).unwrap();
+    assert!(report.bit_identical, "lossless modes differ: {:?}", report.mismatch);
+    assert_eq!(report.lossy.len(), 1);
+    let f = &report.lossy[0];
+    assert_eq!(f.mode, "bitsparse-fp8-e4m3");
+    assert!(f.cache_bytes_per_token < report.cache_bytes_per_token_bitsparse);
+    assert!(f.saving > report.saving);
+    assert!(f.max_abs_loss_diff > 0.0, "FP8 storage changed nothing: the mode did not store FP8");
+    assert!(f.max_abs_loss_diff < 0.05 * f.reference_final_loss, "FP8 storage drifted by {}", f.max_abs_loss_diff);
+}

@@ -15,6 +15,9 @@ pub enum CacheMode {
     /// r compressed by the library's plain codec into per-layer worst-case slots, a and dL/dz rebuilt by
     /// the trainer's kernels (a cross-check of the arena path).
     BitSparseCodec,
+    /// Like `BitSparse`, but the arena stores r as FP8 (E4m3 or E5m2) with a delayed per-tensor scale:
+    /// lossy by design, so reported beside the others and never part of the bit-identity check.
+    BitSparseFp8(bitsparse::DType),
 }
 
 impl CacheMode {
@@ -25,7 +28,14 @@ impl CacheMode {
             CacheMode::DenseMinimal => "dense-minimal",
             CacheMode::BitSparse => "bitsparse",
             CacheMode::BitSparseCodec => "bitsparse-codec",
+            CacheMode::BitSparseFp8(bitsparse::DType::E5m2) => "bitsparse-fp8-e5m2",
+            CacheMode::BitSparseFp8(_) => "bitsparse-fp8-e4m3",
         }
+    }
+
+    /// Lossy modes are compared by how far their loss drifts, not bit for bit.
+    pub fn is_lossy(self) -> bool {
+        matches!(self, CacheMode::BitSparseFp8(_))
     }
 }
 

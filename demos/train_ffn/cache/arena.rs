@@ -1,6 +1,6 @@
 //! BitSparse through the library's GPU arena and fused kernels.
 
-use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, ArenaStatus, GateArgs, Slot};
+use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, ArenaStatus, Fp8Scale, GateArgs, Slot};
 use bitsparse::fused::Activation;
 use bitsparse::{BufferRange, Codec, DType, Layout, Options, Result};
 
@@ -15,6 +15,11 @@ use super::{hidden_elems, CacheBytes, HiddenCache, LayerBytes, StepBuffers};
 /// weights; [`HiddenCache::verify`] finds that at the next logging point, grows the arena with the
 /// library's [`ArenaSizer`] and asks the trainer to re-run from its checkpoint. When the same policy
 /// says half the capacity would do (the density fell), the arena is shrunk before the next step.
+///
+/// With `fp8`, the fused forward stores r as FP8 with the library's delayed per-tensor scale (the amax
+/// its previous compress of the same slot saw: slot ids repeat every step because the arena is reset,
+/// so slot l is always layer l; a recreated arena starts again from scale 1). The backward's r is then
+/// bf16(q / scale): lossy, by design.
 pub struct ArenaCache {
     codec: Codec,
     arena: Arena,
@@ -25,6 +30,8 @@ pub struct ArenaCache {
     a_scratch: wgpu::Buffer,
     n: u64,
     options: Options,
+    /// FP8 storage format (lossy), or `None` for lossless BF16.
+    fp8: Option<DType>,
     /// A smaller capacity chosen at a logging point, applied at the next step's start (so the last
     /// step's slots stay readable until then).
     pending_capacity: Option<u64>,
@@ -34,9 +41,9 @@ pub struct ArenaCache {
 
 /// The arena capacity the trainer starts with: the compressed size of every layer at density `rho`,
 /// plus the sizing policy's headroom, rounded to 16 bytes.
-pub fn initial_arena_bytes(cfg: &Config, rho: f64) -> Result<u64> {
+pub fn initial_arena_bytes(cfg: &Config, rho: f64, dtype: DType) -> Result<u64> {
     let n = hidden_elems(cfg);
-    let layout = Layout::new(DType::Bf16, n, Options { sign_pack: cfg.sign_pack })?;
+    let layout = Layout::new(dtype, n, Options { sign_pack: cfg.sign_pack })?;
     let values = (n as f64 * rho * layout.value_width() as f64 / 32.0).ceil() as u64 + layout.tiles;
     let per_layer = layout.compact_bytes(values) + 256;
     let total = (per_layer * cfg.layers as u64) as f64 * (1.0 + ArenaSizer::HEADROOM);
@@ -44,12 +51,12 @@ pub fn initial_arena_bytes(cfg: &Config, rho: f64) -> Result<u64> {
 }
 
 impl ArenaCache {
-    pub(super) fn new(gpu: &mut Gpu, bufs: &StepBuffers, cfg: &Config) -> Result<ArenaCache> {
+    pub(super) fn new(gpu: &mut Gpu, bufs: &StepBuffers, cfg: &Config, fp8: Option<DType>) -> Result<ArenaCache> {
         let codec = Codec::new(&gpu.device)?;
         let n = hidden_elems(cfg);
         let capacity = match cfg.arena_bytes {
             Some(b) => b.div_ceil(16) * 16,
-            None => initial_arena_bytes(cfg, cfg.arena_density)?,
+            None => initial_arena_bytes(cfg, cfg.arena_density, fp8.unwrap_or(DType::Bf16))?,
         };
         let arena = Arena::new(&codec, ArenaConfig::new(capacity))?;
         Ok(ArenaCache {
@@ -62,6 +69,7 @@ impl ArenaCache {
             a_scratch: gpu.buffer("cache.a_scratch", n * 2),
             n,
             options: Options { sign_pack: cfg.sign_pack },
+            fp8,
             pending_capacity: None,
             shrinks: 0,
         })
@@ -70,7 +78,10 @@ impl ArenaCache {
 
 impl HiddenCache for ArenaCache {
     fn name(&self) -> &'static str {
-        CacheMode::BitSparse.name()
+        match self.fp8 {
+            Some(f) => CacheMode::BitSparseFp8(f).name(),
+            None => CacheMode::BitSparse.name(),
+        }
     }
     fn forward_a(&self, _l: usize) -> &wgpu::Buffer {
         &self.a_scratch
@@ -89,14 +100,11 @@ impl HiddenCache for ArenaCache {
     }
     fn forward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()> {
         let bytes = self.n * 2;
-        let slot = self.arena.fused_forward(
-            enc,
-            BufferRange::new(&self.z, 0, bytes),
-            self.n,
-            Activation::Relu2,
-            self.options,
-            BufferRange::new(&self.a_scratch, 0, bytes),
-        )?;
+        let (z, a) = (BufferRange::new(&self.z, 0, bytes), BufferRange::new(&self.a_scratch, 0, bytes));
+        let slot = match self.fp8 {
+            None => self.arena.fused_forward(enc, z, self.n, Activation::Relu2, self.options, a)?,
+            Some(format) => self.arena.fused_forward_fp8(enc, z, self.n, Activation::Relu2, format, Fp8Scale::Delayed, self.options, a)?,
+        };
         self.slots[l] = Some(slot);
         Ok(())
     }

@@ -102,7 +102,8 @@ pub fn build(mode: CacheMode, gpu: &mut Gpu, bufs: &StepBuffers, cfg: &Config) -
     Ok(match mode {
         CacheMode::DenseBaseline => Box::new(DenseCache::new(gpu, bufs, cfg, true)?),
         CacheMode::DenseMinimal => Box::new(DenseCache::new(gpu, bufs, cfg, false)?),
-        CacheMode::BitSparse => Box::new(ArenaCache::new(gpu, bufs, cfg)?),
+        CacheMode::BitSparse => Box::new(ArenaCache::new(gpu, bufs, cfg, None)?),
+        CacheMode::BitSparseFp8(format) => Box::new(ArenaCache::new(gpu, bufs, cfg, Some(format))?),
         CacheMode::BitSparseCodec => Box::new(CodecCache::new(gpu, bufs, cfg)?),
     })
 }
