@@ -10,7 +10,7 @@ use crate::format::{entropy_bound_bits, DType};
 use super::op::Op;
 use super::report::{human, BenchReport, Row};
 
-const SIZE: (u32, u32) = (1000, 640);
+const SIZE: (u32, u32) = (1200, 640);
 
 /// Tableau 10: distinct at a glance, unlike a generated palette's pale yellows.
 const COLORS: [RGBColor; 10] = [
@@ -52,9 +52,24 @@ fn headline(report: &BenchReport) -> (u64, Vec<&Row>) {
     (n, report.rows.iter().filter(|r| r.elements == n && r.density > 0.0).collect())
 }
 
-/// Series of (x = density, y) keyed by a label, points sorted by density.
-fn series(rows: &[&Row], y: impl Fn(&Row) -> Option<f64>) -> Vec<(String, Vec<(f64, f64)>)> {
-    let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+/// One line of a plot.
+#[derive(Clone, Debug)]
+struct Series {
+    label: String,
+    pts: Vec<(f64, f64)>,
+    color: RGBColor,
+    /// Dashed (FP8 rows; entropy-bound curves).
+    dashed: bool,
+    /// Thin line, hollow markers (sign-packed rows; bound curves).
+    thin: bool,
+    /// Dots at the measured points (not on computed curves).
+    markers: bool,
+}
+
+/// Rows grouped into series by op, dtype and sign mode, points sorted by density. Style: colour by op,
+/// dashed for 8-bit dtypes, thin with hollow dots for sign packing.
+fn series(rows: &[&Row], y: impl Fn(&Row) -> Option<f64>, color_of: impl Fn(&Row) -> RGBColor) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
     for r in rows {
         let Some(v) = y(r).filter(|v| v.is_finite() && *v > 0.0) else { continue };
         let label = if r.op.uses_sign_pack() {
@@ -62,15 +77,26 @@ fn series(rows: &[&Row], y: impl Fn(&Row) -> Option<f64>) -> Vec<(String, Vec<(f
         } else {
             format!("{} {}", r.op, r.dtype)
         };
-        match out.iter_mut().find(|(l, _)| *l == label) {
-            Some((_, pts)) => pts.push((r.density, v)),
-            None => out.push((label, vec![(r.density, v)])),
+        match out.iter_mut().find(|s| s.label == label) {
+            Some(s) => s.pts.push((r.density, v)),
+            None => out.push(Series {
+                label,
+                pts: vec![(r.density, v)],
+                color: color_of(r),
+                dashed: DType::from_name(&r.dtype).is_some_and(|d| d.bits() == 8),
+                thin: r.sign_pack,
+                markers: true,
+            }),
         }
     }
-    for (_, pts) in &mut out {
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for s in &mut out {
+        s.pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     out
+}
+
+fn op_color(r: &Row) -> RGBColor {
+    color(Op::ALL.iter().position(|&o| o == r.op).unwrap_or(0))
 }
 
 fn x_range(rows: &[&Row]) -> std::ops::Range<f64> {
@@ -94,21 +120,67 @@ fn empty_svg(title: &str) -> Result<String> {
     Ok(svg)
 }
 
+/// Width of the legend panel right of the chart.
+const LEGEND_W: u32 = 290;
+
+type Area<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
+
+/// The legend, drawn in its own panel so it never hides a line.
+fn draw_legend(area: &Area<'_>, data: &[Series]) -> Result<()> {
+    for (i, s) in data.iter().enumerate() {
+        let y = 60 + 22 * i as i32;
+        let style = s.color.stroke_width(if s.thin { 1 } else { 2 });
+        if s.dashed {
+            area.draw(&plotters::element::DashedPathElement::new(vec![(8, y), (44, y)], 6, 4, style)).map_err(plot_err)?;
+        } else {
+            area.draw(&PathElement::new(vec![(8, y), (44, y)], style)).map_err(plot_err)?;
+        }
+        if s.markers {
+            let dot = if s.thin { s.color.stroke_width(1) } else { s.color.filled() };
+            area.draw(&Circle::new((26, y), 3, dot)).map_err(plot_err)?;
+        }
+        area.draw(&Text::new(s.label.clone(), (52, y - 7), ("sans-serif", 14))).map_err(plot_err)?;
+    }
+    Ok(())
+}
+
+/// Draws each series: its line (solid or dashed) and its dots.
+fn draw_series<X, Y>(chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, Y>>, data: &[Series]) -> Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for s in data {
+        let style = s.color.stroke_width(if s.thin { 1 } else { 2 });
+        if s.dashed {
+            chart.draw_series(DashedLineSeries::new(s.pts.iter().copied(), 6, 4, style)).map_err(plot_err)?;
+        } else {
+            chart.draw_series(LineSeries::new(s.pts.iter().copied(), style)).map_err(plot_err)?;
+        }
+        if s.markers {
+            let dot = if s.thin { s.color.stroke_width(1) } else { s.color.filled() };
+            chart.draw_series(s.pts.iter().map(|&p| Circle::new(p, 3, dot))).map_err(plot_err)?;
+        }
+    }
+    Ok(())
+}
+
 /// Throughput (GB/s of the bytes that must move) against density, one line per op, dtype and sign mode.
 pub fn throughput_svg(report: &BenchReport) -> Result<String> {
     let (n, rows) = headline(report);
-    let data = series(&rows, |r| Some(r.gbps));
+    let data = series(&rows, |r| Some(r.gbps), op_color);
     if data.is_empty() {
         return empty_svg("throughput");
     }
-    let ymax = data.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).fold(0.0, f64::max) * 1.15;
+    let ymax = data.iter().flat_map(|s| s.pts.iter().map(|q| q.1)).fold(0.0, f64::max) * 1.1;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
+        let (left, right) = root.split_horizontally(SIZE.0 - LEGEND_W);
         let caption = format!("{} ({}): throughput at {n} ({}) elements", report.adapter.name, report.adapter.backend, human(n));
-        let mut chart = ChartBuilder::on(&root)
-            .caption(caption, ("sans-serif", 20))
+        let mut chart = ChartBuilder::on(&left)
+            .caption(caption, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(64)
@@ -118,18 +190,13 @@ pub fn throughput_svg(report: &BenchReport) -> Result<String> {
             .configure_mesh()
             .light_line_style(TRANSPARENT)
             .x_label_formatter(&density_label)
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .x_desc("density (nonzeros / elements)")
             .y_desc("GB/s (bytes that must move)")
             .draw()
             .map_err(plot_err)?;
-        draw_lines(&mut chart, &data, |label| label.starts_with(Op::Copy.name()))?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::MiddleRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
+        draw_series(&mut chart, &data)?;
+        draw_legend(&right, &data)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
@@ -140,16 +207,20 @@ pub fn throughput_svg(report: &BenchReport) -> Result<String> {
 pub fn ratio_svg(report: &BenchReport) -> Result<String> {
     let (n, rows) = headline(report);
     let rows: Vec<&Row> = rows.into_iter().filter(|r| r.op == Op::Compress).collect();
-    let data = series(&rows, |r| r.ratio);
+    // One colour per (dtype, sign mode), shared by the measured line and its bound.
+    let mut pairs: Vec<(String, bool)> = rows.iter().map(|r| (r.dtype.clone(), r.sign_pack)).collect();
+    pairs.sort();
+    pairs.dedup();
+    let pair_color = |dt: &str, sp: bool| color(pairs.iter().position(|(d, s)| d == dt && *s == sp).unwrap_or(0));
+    let mut data = series(&rows, |r| r.ratio, |r| pair_color(&r.dtype, r.sign_pack));
+    for s in &mut data {
+        s.dashed = false;
+        s.thin = false;
+    }
     if data.is_empty() {
         return empty_svg("ratio");
     }
     let xr = x_range(&rows);
-    // Bound curves for the (dtype, sign mode) pairs measured.
-    let mut bounds: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    let mut pairs: Vec<(String, bool)> = rows.iter().map(|r| (r.dtype.clone(), r.sign_pack)).collect();
-    pairs.sort();
-    pairs.dedup();
     for (dt, sp) in &pairs {
         let Some(dtype) = DType::from_name(dt) else { continue };
         let steps = 60;
@@ -158,25 +229,25 @@ pub fn ratio_svg(report: &BenchReport) -> Result<String> {
             .map(|i| (lo + (hi - lo) * i as f64 / steps as f64).exp())
             .map(|d| (d, dtype.bits() as f64 / entropy_bound_bits(d, dtype, *sp)))
             .collect();
-        bounds.push((format!("bound {dt}{}", if *sp { " sign-packed" } else { "" }), pts));
+        let label = format!("entropy bound {dt}{}", if *sp { " sign-packed" } else { "" });
+        data.push(Series { label, pts, color: pair_color(dt, *sp), dashed: true, thin: true, markers: false });
     }
-    let all = data.iter().chain(&bounds).flat_map(|(_, p)| p.iter().map(|q| q.1));
-    let (ymin, ymax) = all.fold((f64::INFINITY, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
+    let (ymin, ymax) = data.iter().flat_map(|s| s.pts.iter().map(|q| q.1)).fold((f64::INFINITY, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
+        let (left, right) = root.split_horizontally(SIZE.0 - LEGEND_W);
         let caption = format!("{} ({}): compression ratio at {n} ({}) elements", report.adapter.name, report.adapter.backend, human(n));
-        let mut chart = ChartBuilder::on(&root)
-            .caption(caption, ("sans-serif", 20))
+        let (lo, hi) = (ymin * 0.8, ymax * 1.25);
+        let ticks = [1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0, 200.0];
+        let y_axis = (lo..hi).log_scale().with_key_points(ticks.into_iter().filter(|t| (lo..=hi).contains(t)).collect());
+        let mut chart = ChartBuilder::on(&left)
+            .caption(caption, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(64)
-            .build_cartesian_2d(xr.log_scale().with_key_points(key_points(&rows)), {
-                let (lo, hi) = (ymin * 0.8, ymax * 1.25);
-                let ticks = [1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0, 200.0];
-                (lo..hi).log_scale().with_key_points(ticks.into_iter().filter(|t| (lo..=hi).contains(t)).collect())
-            })
+            .build_cartesian_2d(xr.log_scale().with_key_points(key_points(&rows)), y_axis)
             .map_err(plot_err)?;
         chart
             .configure_mesh()
@@ -187,51 +258,11 @@ pub fn ratio_svg(report: &BenchReport) -> Result<String> {
             .y_desc("dense bytes / stored bytes")
             .draw()
             .map_err(plot_err)?;
-        for (i, (label, pts)) in bounds.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(DashedLineSeries::new(pts.iter().copied(), 6, 4, c.stroke_width(1)))
-                .map_err(plot_err)?
-                .label(label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(1)));
-        }
-        // Measured series use the same colour as their bound (same order: sorted by dtype, sign mode).
-        let mut ordered = data.clone();
-        ordered.sort_by(|a, b| a.0.cmp(&b.0));
-        draw_lines(&mut chart, &ordered, |_| false)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
+        draw_series(&mut chart, &data)?;
+        draw_legend(&right, &data)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
-}
-
-/// Draws each series as a line with dots; `thin` series (the copy reference) are drawn thinner.
-fn draw_lines<'a, 'b, X, Y>(
-    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
-    data: &[(String, Vec<(f64, f64)>)],
-    thin: impl Fn(&str) -> bool,
-) -> Result<()>
-where
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
-    for (i, (label, pts)) in data.iter().enumerate() {
-        let c = color(i);
-        let width = if thin(label) { 1 } else { 2 };
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(width)))
-            .map_err(plot_err)?
-            .label(label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(plot_err)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -276,7 +307,7 @@ mod tests {
         assert!(t.starts_with("<svg") && t.contains("1048576 (1Mi) elements") && !t.contains("1024 (1Ki)"));
         assert!(t.contains("compress bf16 sign-packed") && t.contains("copy bf16"));
         let r = ratio_svg(&report).unwrap();
-        assert!(r.contains("bound bf16 sign-packed") && r.contains("compress bf16"));
+        assert!(r.contains("entropy bound bf16 sign-packed") && r.contains("compress bf16"));
         let empty = BenchReport { rows: vec![], ..report };
         assert!(ratio_svg(&empty).unwrap().contains("no rows"));
     }
