@@ -86,6 +86,15 @@ fn fp8_slot_scale() -> u32 { return atomicLoad(&ctrl[p.slot + SLOT_SCALE]); }
 // FP8 storage exists only in the arena; the stub keeps the variants that are never built valid WGSL.
 fn fp8_slot_scale() -> u32 { return 0x3f800000u; }
 #endif
+// r' of every FP8 code, built once per tile (2 codes per thread) instead of a division per element.
+var<workgroup> fp8_lut: array<u32, 256>;
+fn fp8_lut_vec(v: vec4<u32>) -> vec4<u32> {
+    var o = vec4<u32>(0u);
+    for (var k = 0u; k < 4u; k++) {
+        o[k] = fp8_lut[v[k] & 0xffu] | (fp8_lut[(v[k] >> 16u) & 0xffu] << 16u);
+    }
+    return o;
+}
 #else
 const STORE_BITS: u32 = BITS;
 #endif
@@ -156,6 +165,13 @@ fn decompress(
 #endif
     let li = logical_index(lid, sg_id, sg_lane, sg_size);
     let width = STORE_BITS - p.sign_pack;
+#if FP8_STORE
+    // Published to the decode loop by the barriers of the scan below.
+    let scale = fp8_slot_scale();
+    for (var c = lid; c < 256u; c += WG) {
+        fp8_lut[c] = fp8_dequant_lane(c, scale, p.fp8_fmt);
+    }
+#endif
     let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
 
     // Start fetching the value stream before the scan: with streams in tile order (what every writer
@@ -207,7 +223,7 @@ fn decompress(
         let w3 = decode_word((mr >> (3u * EPW)) & WORD_BITS_MASK, &k, width);
         var v = vec4<u32>(w0, w1, w2, w3);
 #if FP8_STORE
-        v = fp8_dequant_vec(v, fp8_slot_scale(), p.fp8_fmt);
+        v = fp8_lut_vec(v);
 #endif
 #if FUSED_BWD
         let g = load_g(tile, q);

@@ -195,14 +195,6 @@ fn fp8_dequant_lane(c: u32, scale: u32, fmt: u32) -> u32 {
     }
     return fp8_dequantize_bf16(c, scale, fmt);
 }
-// Per 16-bit lane holding q in its low byte: the BF16 r'.
-fn fp8_dequant_vec(v: vec4<u32>, scale: u32, fmt: u32) -> vec4<u32> {
-    var o = vec4<u32>(0u);
-    for (var k = 0u; k < 4u; k++) {
-        o[k] = fp8_dequant_lane(v[k] & 0xffu, scale, fmt) | (fp8_dequant_lane((v[k] >> 16u) & 0xffu, scale, fmt) << 16u);
-    }
-    return o;
-}
 // The non-NaN maximum of the BF16 lanes with the sign bit clear, as f32 bits (the amax of relu(z)).
 fn amax_word(w: u32) -> u32 {
     var m = 0u;
