@@ -72,7 +72,7 @@ impl Default for Config {
     /// The small configuration `cargo run --release --example train_ffn` uses: well under two minutes
     /// for all three modes on lavapipe.
     fn default() -> Config {
-        Config { d: 64, layers: 4, tokens: 128, context: 4, steps: 200, lr: 3e-3, seed: 1, log_every: 25, sign_pack: true, arena_bytes: None, arena_density: 0.5 }
+        Config { d: 64, layers: 4, tokens: 128, context: 4, steps: 150, lr: 3e-3, seed: 1, log_every: 25, sign_pack: true, arena_bytes: None, arena_density: 0.5 }
     }
 }
 
