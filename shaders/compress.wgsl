@@ -187,8 +187,6 @@ fn valid_bits(t: u32, q: u32) -> u32 {
 @compute @workgroup_size(128)
 fn compress(
     @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
 #if SUBGROUP
     @builtin(subgroup_id) sg_id: u32,
     @builtin(subgroup_invocation_id) sg_lane: u32,
@@ -210,10 +208,14 @@ fn compress(
         atomicStore(&wg_amax, 0u);
     }
 #endif
-    // Tiles follow the workgroup id. No ticket is needed: a workgroup that waits on a predecessor
-    // which has not run yet recomputes it (the fallback), so dispatch order only affects speed.
+    // Tiles are handed out from an atomic ticket in the order workgroups start, so a workgroup only
+    // waits on tiles that started before it. Tiles by workgroup id were tried: on lavapipe, which hands
+    // each of its threads a contiguous half of the grid, the first workgroup of the second half then
+    // spins on tiles that have not started, and after long spins read wrong prefixes (reproduced with
+    // spin limits of 64 and 100000, not with 1 or 2); with the ticket every run is exact. See
+    // docs/PERFORMANCE.md.
     if lid == 0u {
-        wg_tile = wid.y * nwg.x + wid.x;
+        wg_tile = atomicAdd(&scan[SCAN_TICKET], 1u);
 #if ARENA
         // A tensor whose reservation already failed writes nothing at all.
         if atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u {
@@ -378,8 +380,12 @@ fn compress(
         }
         atomicAdd(&wg_count, c);
         workgroupBarrier();
+        // Every thread reads the count before the next look-back round may reset it (that round runs on
+        // the first subgroup, which need not contain local invocation 0).
+        let fallback_count = atomicLoad(&wg_count);
+        workgroupBarrier();
         if lid == 0u {
-            atomicMax(&scan[SCAN_TILES + ft], FLAG_AGG | stream_words(atomicLoad(&wg_count), width));
+            atomicMax(&scan[SCAN_TILES + ft], FLAG_AGG | stream_words(fallback_count, width));
         }
     }
     let prefix = workgroupUniformLoad(&wg_prefix);

@@ -183,3 +183,20 @@ fn lookback_fallback_forced() {
         }
     }
 }
+
+/// Thousands of tiles in one dispatch (12.6M elements): enough for lavapipe to split the grid between
+/// its threads. Tiles assigned by workgroup id made the second half's prefixes wrong there; this test
+/// failed on that variant and passes with the start-order ticket.
+#[test]
+fn many_tiles_one_dispatch_bit_exact() {
+    let Some(ctx) = common::vulkan() else { return };
+    let n = 3072 * 4096;
+    let d = cpu::synthetic_relu2(n, 0.5, DType::Bf16, 42);
+    let want = cpu::compress(&d, DType::Bf16, Options::default()).unwrap();
+    for codec in [subgroup_codec(&ctx), portable_codec(&ctx)] {
+        let got = host::compress_to_vec(&codec, &ctx.device, &ctx.queue, &d, DType::Bf16, Options::default()).unwrap();
+        assert!(got == want, "{:?}: GPU stream of 3072 tiles differs from the CPU reference", codec.path());
+        let back = host::decompress_to_vec(&codec, &ctx.device, &ctx.queue, &want).unwrap();
+        assert!(back == d, "{:?}: decode of 3072 tiles differs", codec.path());
+    }
+}
