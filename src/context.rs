@@ -32,9 +32,16 @@ impl AdapterChoice {
     }
 }
 
-/// Parses a backend name.
+/// Parses a backend name, or a comma-separated list of them (as `WGPU_BACKEND` allows).
 pub fn parse_backend(s: &str) -> Result<wgpu::Backends> {
-    match s.to_ascii_lowercase().as_str() {
+    if s.contains(',') {
+        let mut all = wgpu::Backends::empty();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            all |= parse_backend(part)?;
+        }
+        return Ok(all);
+    }
+    match s.trim().to_ascii_lowercase().as_str() {
         "vulkan" | "vk" => Ok(wgpu::Backends::VULKAN),
         "gl" | "gles" | "opengl" => Ok(wgpu::Backends::GL),
         "metal" | "mtl" => Ok(wgpu::Backends::METAL),
@@ -137,5 +144,17 @@ impl GpuContext {
     /// A one-line description: name and backend.
     pub fn describe(&self) -> String {
         format!("{} ({})", self.info.name, backend_name(self.info.backend))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_lists() {
+        assert_eq!(parse_backend("vulkan").unwrap(), wgpu::Backends::VULKAN);
+        assert_eq!(parse_backend("vulkan,gl").unwrap(), wgpu::Backends::VULKAN | wgpu::Backends::GL);
+        assert!(parse_backend("vulkan,nope").is_err());
     }
 }
