@@ -3,7 +3,7 @@
 //! are bit-identical and reports the memory the compressed cache saves.
 //!
 //! `cargo run --release --example train_ffn` (small default config, under two minutes on lavapipe);
-//! `-- --json` prints one JSON document; `-- --help` lists the knobs. See demos/README_train_ffn.md.
+//! `-- --json` prints one JSON document; `-- --help` lists the knobs. See the "Demo: training" section of README.md.
 
 #[path = "train_ffn/mod.rs"]
 mod trainer;
