@@ -423,7 +423,7 @@ fn compress(
     let out = p.val_idx + prefix;
 #if ARENA
     // Never write past the arena's end: flag the overflow instead (the scan above stays consistent).
-    if base + out + words > atomicLoad(&ctrl[CTRL_CAP]) {
+    if base + out + words > atomicLoad(&ctrl[p.slot + SLOT_LIMIT]) {
         if lid == 0u {
             atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_OVERFLOW);
         }

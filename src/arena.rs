@@ -39,9 +39,12 @@ pub mod ctrl {
     pub const HIGH: u64 = 2;
     /// Capacity in words.
     pub const CAP: u64 = 3;
+    /// Oldest live word of a ring (FIFO release); 0 otherwise.
+    pub const TAIL: u64 = 4;
     /// First slot descriptor.
     pub const SLOTS: u64 = 8;
-    /// Words per slot descriptor: base, status, value words, spare, amax_accum, scale_used, 2 spare.
+    /// Words per slot descriptor: base, status, value words, limit, amax_accum, scale_used, head before
+    /// the reservation, spare.
     pub const SLOT_STRIDE: u64 = 8;
     /// Slot word: FP8 storage, the amax (f32 bits) of the source seen by the slot's last FP8 compress.
     pub const SLOT_AMAX: u64 = 4;
@@ -165,6 +168,11 @@ struct SetupParams {
     fp8: u32,
     /// reserve, fixed scale: its f32 bits.
     fp8_scale: u32,
+    /// reserve: words of the tensor's worst case (decides whether a ring wraps to the start).
+    worst: u32,
+    /// release_front: word index of the next live slot, `u32::MAX` if none.
+    next: u32,
+    _pad: [u32; 2],
 }
 
 #[derive(Debug)]
@@ -172,6 +180,7 @@ struct Setup {
     layout: wgpu::BindGroupLayout,
     reserve: wgpu::ComputePipeline,
     pop: wgpu::ComputePipeline,
+    release_front: wgpu::ComputePipeline,
     gate: wgpu::ComputePipeline,
 }
 
@@ -223,6 +232,7 @@ impl Arena {
         let setup = Setup {
             reserve: pipeline(device, "arena.wgsl", "reserve", &[], &layout, &[]),
             pop: pipeline(device, "arena.wgsl", "pop", &[], &layout, &[]),
+            release_front: pipeline(device, "arena.wgsl", "release_front", &[], &layout, &[]),
             gate: pipeline(device, "arena.wgsl", "gate", &[], &layout, &[]),
             layout,
         };
@@ -309,7 +319,8 @@ impl Arena {
         };
         let mut slot = self.new_slot(layout)?;
         slot.fp8 = fp8.map(|(fmt, _)| fmt);
-        let p = SetupParams { slot: slot.word(), values_offset: layout.values_offset as u32, fp8: fp8_mode, fp8_scale, ..Default::default() };
+        let worst = (layout.capacity_bytes() / 4).min(u32::MAX as u64) as u32;
+        let p = SetupParams { slot: slot.word(), values_offset: layout.values_offset as u32, fp8: fp8_mode, fp8_scale, worst, ..Default::default() };
         self.setup_pass(encoder, &self.setup.reserve, p);
         let target = Target::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word(), fused, fp8: slot.fp8 };
         match self.codec.record_compress(encoder, input, &layout, target) {
@@ -424,6 +435,24 @@ impl Arena {
         Ok(())
     }
 
+    /// FIFO release of the oldest live slot: the arena is then a ring (micro-batches whose activations
+    /// are released in the order they were pushed). A push whose worst case no longer fits before the
+    /// arena's end wraps to the start when it fits before the oldest live tensor (`docs/ARENA.md`).
+    pub fn release_front(&self, encoder: &mut wgpu::CommandEncoder, slot: Slot) -> Result<()> {
+        let next = {
+            let mut st = self.state();
+            if st.live.first() != Some(&slot.id) {
+                return Err(Error::InvalidArgument("release_front takes the oldest live slot (FIFO order)".into()));
+            }
+            st.live.remove(0);
+            st.free.push(slot.id);
+            st.live.first().map(|&id| (ctrl::SLOTS + ctrl::SLOT_STRIDE * id as u64) as u32).unwrap_or(u32::MAX)
+        };
+        let p = SetupParams { slot: slot.word(), next, ..Default::default() };
+        self.setup_pass(encoder, &self.setup.release_front, p);
+        Ok(())
+    }
+
     /// Releases everything and clears the step's failure bits (start of a step). Outstanding [`Slot`]s
     /// become invalid.
     pub fn reset(&self, encoder: &mut wgpu::CommandEncoder) {
@@ -432,7 +461,8 @@ impl Arena {
         st.free.clear();
         st.next = 0;
         st.gates = 0;
-        encoder.clear_buffer(&self.ctrl, 0, Some(8));
+        encoder.clear_buffer(&self.ctrl, 0, Some(8)); // head, failed
+        encoder.clear_buffer(&self.ctrl, ctrl::TAIL * 4, Some(4));
     }
 
     /// Records a gate: indirect arguments equal to `grid` when nothing failed since the last reset,
