@@ -210,6 +210,7 @@ impl Arena {
         if config.max_slots == 0 || config.max_gates == 0 {
             return Err(Error::InvalidArgument("an arena needs at least one slot and one gate".into()));
         }
+        codec.warm_arena_variants()?;
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("bitsparse.arena"),
             size: config.capacity_bytes,

@@ -187,6 +187,20 @@ impl Codec {
         })
     }
 
+    /// Builds the arena and fused-kernel pipelines now, so the first training step does not pay for
+    /// shader compilation. Called by [`crate::arena::Arena::new`].
+    pub(crate) fn warm_arena_variants(&self) -> Result<()> {
+        for compress in [true, false] {
+            for bits8 in [false, true] {
+                self.inner.kernels.get(Variant { compress, bits8, arena: true, fused: false, fp8: false })?;
+            }
+            self.inner.kernels.get(Variant { compress, bits8: false, arena: true, fused: true, fp8: false })?;
+            // FP8 storage is optional: a device that cannot build it reports that when it is used.
+            let _ = self.inner.kernels.get(Variant { compress, bits8: false, arena: true, fused: true, fp8: true });
+        }
+        Ok(())
+    }
+
     /// The path the kernels use.
     pub fn path(&self) -> Path {
         self.inner.kernels.path

@@ -138,3 +138,61 @@ fn gl_sign_bit_under_sign_pack_is_an_error() {
         }
     }
 }
+
+/// The arena and the fused kernels on the GL backend (portable path, no 16-bit types): fused forward
+/// and backward bit-exact against the CPU reference, and the compressed r equals `cpu::compress(r)`.
+#[test]
+fn gl_arena_fused_matches_cpu() {
+    use bitsparse::arena::{Arena, ArenaConfig};
+    use bitsparse::cpu::act::{self, Activation};
+    use bitsparse::{sync, BufferRange};
+    use wgpu::util::DeviceExt;
+    let Some(ctx) = common::gl() else { return };
+    let codec = Codec::new(&ctx.device).expect("codec");
+    assert_eq!(codec.path(), Path::Portable);
+    let arena = Arena::new(&codec, ArenaConfig::new(1 << 20)).expect("arena");
+    let n = 2 * 4096 + 77;
+    // Pre-activations: a synthetic relu(z)² on the positive side, -1-ish elsewhere, plus -0.0 and a NaN.
+    let mut z: Vec<u8> = cpu::synthetic_relu2(n, 0.3, DType::Bf16, 5)
+        .chunks_exact(2)
+        .enumerate()
+        .flat_map(|(i, c)| {
+            let v = u16::from_le_bytes([c[0], c[1]]);
+            (if v == 0 { 0xbf80u16 | (i as u16 & 0x3f) } else { v }).to_le_bytes()
+        })
+        .collect();
+    z[0..2].copy_from_slice(&0x8000u16.to_le_bytes());
+    z[2..4].copy_from_slice(&0x7fc1u16.to_le_bytes());
+    let g: Vec<u8> = cpu::synthetic_relu2(n, 1.0, DType::Bf16, 6);
+    let bytes = z.len() as u64;
+    let mk = |d: &[u8]| {
+        let mut v = d.to_vec();
+        v.resize(d.len().div_ceil(16) * 16, 0);
+        ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: &v,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        })
+    };
+    let (zb, gb) = (mk(&z), mk(&g));
+    let (ab, dzb, a2b) = (mk(&vec![0xA5; z.len()]), mk(&vec![0xA5; z.len()]), mk(&vec![0xA5; z.len()]));
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    arena.reset(&mut enc);
+    let slot = arena
+        .fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, Activation::Relu2, Options::default(), BufferRange::new(&ab, 0, bytes))
+        .unwrap();
+    arena
+        .fused_backward(&mut enc, &slot, Activation::Relu2, BufferRange::new(&gb, 0, bytes), BufferRange::new(&dzb, 0, bytes), Some(BufferRange::new(&a2b, 0, bytes)))
+        .unwrap();
+    sync::submit(&ctx.queue, [enc.finish()]);
+    arena.read_status(&ctx.queue).unwrap().check().unwrap();
+    let (r, a) = act::forward(&z, Activation::Relu2);
+    let (dz, a2) = act::backward(&r, &g, Activation::Relu2);
+    let read = |b: &wgpu::Buffer| sync::read_buffer(&ctx.device, &ctx.queue, b, 0, bytes).unwrap();
+    assert!(read(&ab) == a, "GL fused forward a");
+    assert!(read(&dzb) == dz, "GL fused backward dL/dz");
+    assert!(read(&a2b) == a2, "GL fused backward a");
+    let (_, used) = arena.read_slot(&ctx.queue, &slot).unwrap();
+    let stream = sync::read_buffer(&ctx.device, &ctx.queue, arena.buffer(), 0, used).unwrap();
+    assert!(stream == cpu::compress(&r, DType::Bf16, Options::default()).unwrap(), "GL arena bytes");
+}
