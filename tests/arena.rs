@@ -4,27 +4,14 @@
 
 mod common;
 
+use common::{buf, canary};
+
 use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, Slot};
 use bitsparse::context::GpuContext;
 use bitsparse::cpu::act::{self, Activation};
 use bitsparse::update::GatedSgd;
 use bitsparse::{cpu, sync, BufferRange, Codec, CodecConfig, DType, Error, Options};
 use wgpu::util::DeviceExt;
-
-fn buf(ctx: &GpuContext, data: &[u8]) -> wgpu::Buffer {
-    let mut d = data.to_vec();
-    d.resize(data.len().div_ceil(16) * 16 + 16, 0);
-    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("test.input"),
-        contents: &d,
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-    })
-}
-
-/// A buffer pre-filled with a canary byte, to see what a kernel wrote.
-fn canary(ctx: &GpuContext, bytes: u64) -> wgpu::Buffer {
-    buf(ctx, &vec![0xA5u8; bytes as usize])
-}
 
 fn read(ctx: &GpuContext, b: &wgpu::Buffer, len: u64) -> Vec<u8> {
     sync::read_buffer(&ctx.device, &ctx.queue, b, 0, len).expect("readback")

@@ -5,12 +5,13 @@
 
 mod common;
 
+use common::{buf, canary};
+
 use bitsparse::arena::{Arena, ArenaConfig, Fp8Scale, Slot};
 use bitsparse::context::GpuContext;
 use bitsparse::cpu::act::{self, Activation};
 use bitsparse::cpu::fp8;
 use bitsparse::{cpu, sync, BufferRange, Codec, CodecConfig, DType, Error, Options};
-use wgpu::util::DeviceExt;
 
 // ---------------------------------------------------------------- manual definition (f64, no `half`)
 
@@ -157,20 +158,6 @@ fn fp8_dequantize_and_delayed_scale_are_correctly_rounded() {
 }
 
 // ---------------------------------------------------------------- GPU
-
-fn buf(ctx: &GpuContext, data: &[u8]) -> wgpu::Buffer {
-    let mut d = data.to_vec();
-    d.resize(data.len().div_ceil(16) * 16 + 16, 0);
-    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("test.input"),
-        contents: &d,
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-    })
-}
-
-fn canary(ctx: &GpuContext, bytes: u64) -> wgpu::Buffer {
-    buf(ctx, &vec![0xA5u8; bytes as usize])
-}
 
 fn read(ctx: &GpuContext, b: &wgpu::Buffer, off: u64, len: u64) -> Vec<u8> {
     sync::read_buffer(&ctx.device, &ctx.queue, b, off, len).expect("readback")

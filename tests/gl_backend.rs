@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::{data, round_trip};
+
 use bitsparse::context::GpuContext;
 use bitsparse::{cpu, host, Codec, CodecConfig, DType, Options, Path};
 
@@ -18,34 +20,6 @@ fn gl() -> Option<GpuContext> {
     let ctx = common::gl()?;
     assert_eq!(ctx.info.backend, wgpu::Backend::Gl, "common::gl() returned a non-GL adapter: {}", ctx.describe());
     Some(ctx)
-}
-
-/// Random bit patterns (sign bits included); sign bits cleared for sign packing.
-fn data(n: usize, density: f64, dtype: DType, sign_pack: bool, seed: u64) -> Vec<u8> {
-    let mut d = cpu::synthetic_bits(n, density, dtype, seed);
-    if sign_pack {
-        let eb = dtype.bytes() as usize;
-        for e in d.chunks_mut(eb) {
-            e[eb - 1] &= 0x7f;
-        }
-    }
-    d
-}
-
-/// GPU bytes equal CPU bytes, and each side decodes the other's stream bit-exactly.
-fn round_trip(ctx: &GpuContext, codec: &Codec, bytes: &[u8], dtype: DType, options: Options, what: &str) {
-    let cpu_stream = cpu::compress(bytes, dtype, options).unwrap_or_else(|e| panic!("{what}: cpu compress: {e}"));
-    let gpu_stream = host::compress_to_vec(codec, &ctx.device, &ctx.queue, bytes, dtype, options)
-        .unwrap_or_else(|e| panic!("{what}: gpu compress: {e}"));
-    if gpu_stream != cpu_stream {
-        let first = gpu_stream.iter().zip(&cpu_stream).position(|(a, b)| a != b);
-        panic!("{what}: GPU stream differs from CPU stream (lengths {} vs {}, first differing byte {first:?})", gpu_stream.len(), cpu_stream.len());
-    }
-    let back = cpu::decompress(&gpu_stream).unwrap_or_else(|e| panic!("{what}: cpu decompress of gpu stream: {e}"));
-    assert!(back == bytes, "{what}: CPU decode of GPU stream differs");
-    let back = host::decompress_to_vec(codec, &ctx.device, &ctx.queue, &cpu_stream)
-        .unwrap_or_else(|e| panic!("{what}: gpu decompress: {e}"));
-    assert!(back == bytes, "{what}: GPU decode of CPU stream differs");
 }
 
 /// GL has neither `Features::SUBGROUP` nor `SHADER_I16`: the default codec must pick the portable path.

@@ -3,44 +3,13 @@
 
 mod common;
 
+use common::{data, round_trip};
+
 use bitsparse::context::GpuContext;
 use bitsparse::{cpu, host, Codec, CodecConfig, DType, Options, Path};
 
 const DENSITIES: [f64; 6] = [0.0, 1e-4, 0.01, 0.176, 0.5, 1.0];
 const LENGTHS: [usize; 10] = [0, 1, 31, 32, 33, 4095, 4096, 4097, 3 * 4096 + 77, 9 * 4096];
-
-/// Data for a case: random bit patterns (sign bits included) unless sign packing, where they are cleared.
-fn data(n: usize, density: f64, dtype: DType, sign_pack: bool, seed: u64) -> Vec<u8> {
-    let mut d = cpu::synthetic_bits(n, density, dtype, seed);
-    if sign_pack {
-        clear_signs(&mut d, dtype);
-    }
-    d
-}
-
-fn clear_signs(d: &mut [u8], dtype: DType) {
-    let step = dtype.bytes() as usize;
-    for e in d.chunks_mut(step) {
-        e[step - 1] &= 0x7f;
-        // A value that was only its sign bit (e.g. -0.0) becomes zero: fine, still a valid case.
-    }
-}
-
-/// One case: GPU bytes equal CPU bytes, each side decodes the other's stream bit-exactly.
-fn round_trip(ctx: &GpuContext, codec: &Codec, bytes: &[u8], dtype: DType, options: Options, what: &str) {
-    let cpu_stream = cpu::compress(bytes, dtype, options).unwrap_or_else(|e| panic!("{what}: cpu compress: {e}"));
-    let gpu_stream = host::compress_to_vec(codec, &ctx.device, &ctx.queue, bytes, dtype, options)
-        .unwrap_or_else(|e| panic!("{what}: gpu compress: {e}"));
-    if gpu_stream != cpu_stream {
-        let first = gpu_stream.iter().zip(&cpu_stream).position(|(a, b)| a != b);
-        panic!("{what}: GPU stream differs from CPU stream (lengths {} vs {}, first differing byte {first:?})", gpu_stream.len(), cpu_stream.len());
-    }
-    let back = cpu::decompress(&gpu_stream).unwrap_or_else(|e| panic!("{what}: cpu decompress of gpu stream: {e}"));
-    assert!(back == bytes, "{what}: CPU decode of GPU stream differs");
-    let back = host::decompress_to_vec(codec, &ctx.device, &ctx.queue, &cpu_stream)
-        .unwrap_or_else(|e| panic!("{what}: gpu decompress: {e}"));
-    assert!(back == bytes, "{what}: GPU decode of CPU stream differs");
-}
 
 fn matrix(ctx: &GpuContext, codec: &Codec, dtype: DType) {
     for sign_pack in [false, true] {

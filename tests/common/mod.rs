@@ -39,3 +39,50 @@ pub fn vulkan() -> Option<GpuContext> {
 pub fn gl() -> Option<GpuContext> {
     open(wgpu::Backends::GL)
 }
+
+/// Random bit patterns (sign bits included) at `density`; sign bits cleared for sign packing (a value
+/// that was only its sign bit, e.g. -0.0, becomes zero: still a valid case).
+pub fn data(n: usize, density: f64, dtype: bitsparse::DType, sign_pack: bool, seed: u64) -> Vec<u8> {
+    let mut d = bitsparse::cpu::synthetic_bits(n, density, dtype, seed);
+    if sign_pack {
+        let eb = dtype.bytes() as usize;
+        for e in d.chunks_mut(eb) {
+            e[eb - 1] &= 0x7f;
+        }
+    }
+    d
+}
+
+/// One case: GPU bytes equal CPU bytes, and each side decodes the other's stream bit-exactly.
+pub fn round_trip(ctx: &GpuContext, codec: &bitsparse::Codec, bytes: &[u8], dtype: bitsparse::DType, options: bitsparse::Options, what: &str) {
+    use bitsparse::{cpu, host};
+    let cpu_stream = cpu::compress(bytes, dtype, options).unwrap_or_else(|e| panic!("{what}: cpu compress: {e}"));
+    let gpu_stream = host::compress_to_vec(codec, &ctx.device, &ctx.queue, bytes, dtype, options)
+        .unwrap_or_else(|e| panic!("{what}: gpu compress: {e}"));
+    if gpu_stream != cpu_stream {
+        let first = gpu_stream.iter().zip(&cpu_stream).position(|(a, b)| a != b);
+        panic!("{what}: GPU stream differs from CPU stream (lengths {} vs {}, first differing byte {first:?})", gpu_stream.len(), cpu_stream.len());
+    }
+    let back = cpu::decompress(&gpu_stream).unwrap_or_else(|e| panic!("{what}: cpu decompress of gpu stream: {e}"));
+    assert!(back == bytes, "{what}: CPU decode of GPU stream differs");
+    let back = host::decompress_to_vec(codec, &ctx.device, &ctx.queue, &cpu_stream)
+        .unwrap_or_else(|e| panic!("{what}: gpu decompress: {e}"));
+    assert!(back == bytes, "{what}: GPU decode of CPU stream differs");
+}
+
+/// A storage buffer holding `data`, padded with zeros to whole 16-byte words plus 16 bytes.
+pub fn buf(ctx: &GpuContext, data: &[u8]) -> wgpu::Buffer {
+    use wgpu::util::DeviceExt;
+    let mut d = data.to_vec();
+    d.resize(data.len().div_ceil(16) * 16 + 16, 0);
+    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("test.input"),
+        contents: &d,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+    })
+}
+
+/// A buffer pre-filled with a canary byte, to see what a kernel wrote.
+pub fn canary(ctx: &GpuContext, bytes: u64) -> wgpu::Buffer {
+    buf(ctx, &vec![0xA5u8; bytes as usize])
+}
