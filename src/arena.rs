@@ -264,11 +264,7 @@ impl Arena {
 
     fn setup_pass(&self, encoder: &mut wgpu::CommandEncoder, pipe: &wgpu::ComputePipeline, p: SetupParams) {
         let device = self.codec.device();
-        let pbuf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("bitsparse.arena.params"),
-            contents: bytemuck::bytes_of(&p),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
+        let pbuf = crate::kernels::params_buffer(device, "bitsparse.arena.params", &p);
         let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("bitsparse.arena.setup"),
             layout: &self.setup.layout,

@@ -7,7 +7,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use wgpu::util::DeviceExt;
 
 use crate::error::{Error, Result};
 use crate::format::{self, DType, Layout, Options, TILE};
@@ -265,11 +264,7 @@ impl Codec {
     }
 
     fn params(&self, p: &Params) -> wgpu::Buffer {
-        self.inner.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("bitsparse.params"),
-            contents: bytemuck::bytes_of(p),
-            usage: wgpu::BufferUsages::UNIFORM,
-        })
+        crate::kernels::params_buffer(&self.inner.device, "bitsparse.params", p)
     }
 
     fn scan_buffer(&self, words: u64) -> wgpu::Buffer {

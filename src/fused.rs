@@ -5,7 +5,6 @@
 //! [`DenseAct`], the plain dense ReLU/ReLU² forward (z → a) and backward (r, g → dL/dz) with the same
 //! math: the baseline of the benchmarks and of a trainer that keeps its activation cache dense.
 
-use wgpu::util::DeviceExt;
 
 pub use crate::cpu::act::Activation;
 use crate::codec::BufferRange;
@@ -71,11 +70,7 @@ impl DenseAct {
         let x = groups.min(self.max_wg as u64);
         let y = groups.div_ceil(x);
         let p = Params { vecs: vecs as u32, act: act.code(), grid_x: (x * 256) as u32, _pad: 0 };
-        let pbuf = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("bitsparse.plain_act.params"),
-            contents: bytemuck::bytes_of(&p),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
+        let pbuf = crate::kernels::params_buffer(&self.device, "bitsparse.plain_act.params", &p);
         let b = |r: &Option<BufferRange<'a>>| -> wgpu::BindingResource<'a> { match r {
             Some(r) => wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: r.buffer, offset: r.offset, size: wgpu::BufferSize::new(r.size) }),
             None => self.dummy.as_entire_binding(),

@@ -54,6 +54,18 @@ pub fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
+/// A small uniform buffer holding one kernel's parameters. Created per recorded dispatch, at creation
+/// time (mapped, no queue write): two dispatches recorded into one encoder must not share a parameter
+/// buffer that a `queue.write_buffer` would overwrite before either runs.
+pub fn params_buffer<T: bytemuck::Pod>(device: &wgpu::Device, label: &str, params: &T) -> wgpu::Buffer {
+    use wgpu::util::DeviceExt;
+    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: bytemuck::bytes_of(params),
+        usage: wgpu::BufferUsages::UNIFORM,
+    })
+}
+
 /// Builds a compute pipeline from `shaders/<file>` with `defines`, an explicit layout and `constants`.
 pub fn pipeline(
     device: &wgpu::Device,

@@ -2,7 +2,6 @@
 //! whose activations overflowed the arena changes no weights. Trainers with their own optimizer do
 //! the same: dispatch it with `dispatch_workgroups_indirect(&gate.buffer, gate.offset)`.
 
-use wgpu::util::DeviceExt;
 
 use crate::arena::GateArgs;
 use crate::codec::BufferRange;
@@ -50,11 +49,7 @@ impl GatedSgd {
         if w.size != n * 4 || g.size != n * 4 {
             return Err(Error::InvalidArgument("SGD ranges must hold n f32 values".into()));
         }
-        let pbuf = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("bitsparse.sgd.params"),
-            contents: bytemuck::bytes_of(&Params { n: n as u32, lr, _pad: [0; 2] }),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
+        let pbuf = crate::kernels::params_buffer(&self.device, "bitsparse.sgd.params", &Params { n: n as u32, lr, _pad: [0; 2] });
         let bind = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("bitsparse.sgd"),
             layout: &self.layout,
