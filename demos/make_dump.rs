@@ -8,32 +8,17 @@
 //!
 //! `cargo run --example make_dump [-- OUT]`
 
-use bitsparse::cpu::synthetic_relu2;
+use bitsparse::cpu::{synthetic_relu2, SplitMix64};
 use bitsparse::files::safetensors;
 use bitsparse::DType;
 
 const TOKENS: u64 = 32;
 const HIDDEN: u64 = 1024;
 
-/// A small deterministic generator (SplitMix64) for the F32 and I64 tensors.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-    /// Standard normal (Box–Muller).
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.unit(), self.unit());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
+/// Standard normal (Box–Muller) from the library's SplitMix64, the generator of the F32 and I64 tensors.
+fn normal(rng: &mut SplitMix64) -> f64 {
+    let (u, v) = (rng.unit(), rng.unit());
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
 }
 
 fn main() {
@@ -42,8 +27,8 @@ fn main() {
     let a0 = synthetic_relu2(n, 0.5, DType::Bf16, 10);
     let a1 = synthetic_relu2(n, 0.176, DType::Bf16, 11);
     let a2 = synthetic_relu2(n, 0.05, DType::Bf16, 12);
-    let mut rng = Rng(13);
-    let z: Vec<u8> = (0..TOKENS * 256).flat_map(|_| (rng.normal() as f32 - 0.9).to_le_bytes()).collect();
+    let mut rng = SplitMix64(13);
+    let z: Vec<u8> = (0..TOKENS * 256).flat_map(|_| (normal(&mut rng) as f32 - 0.9).to_le_bytes()).collect();
     let ids: Vec<u8> = (0..TOKENS).flat_map(|_| ((rng.next() % 50257) as i64).to_le_bytes()).collect();
     let shape = [TOKENS, HIDDEN];
     let bytes = safetensors::write(

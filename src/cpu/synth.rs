@@ -3,11 +3,13 @@
 
 use crate::format::DType;
 
-/// splitmix64: small, fast, and good enough for test data.
-struct SplitMix64(u64);
+/// splitmix64: small, fast, and good enough for test data (also used by the demos' data generators).
+#[derive(Clone, Debug)]
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -16,7 +18,7 @@ impl SplitMix64 {
     }
 
     /// Uniform in the open interval (0, 1).
-    fn unit(&mut self) -> f64 {
+    pub fn unit(&mut self) -> f64 {
         ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     }
 }
