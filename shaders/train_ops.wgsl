@@ -7,16 +7,7 @@
 // fixed order inside one invocation (no float atomics), so results are the same on every run: the two
 // cache modes of the trainer share these pipelines and must produce bit-identical weights.
 
-struct Params {
-    u0: u32,
-    u1: u32,
-    u2: u32,
-    u3: u32,
-    u4: u32,
-    u5: u32,
-    u6: u32,
-    u7: u32,
-}
+#include "lib/train_params.wgsl"
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> b1: array<u32>;

@@ -7,16 +7,7 @@
 // The step number is word 0 of the step-info buffer, written by the host before each submit.
 // Counts and hashes use u32 atomic adds, which commute, so they are deterministic.
 
-struct Params {
-    u0: u32,
-    u1: u32,
-    u2: u32,
-    u3: u32,
-    u4: u32,
-    u5: u32,
-    u6: u32,
-    u7: u32,
-}
+#include "lib/train_params.wgsl"
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> src: array<u32>;
