@@ -46,6 +46,9 @@ const SCAN_TILES: u32 = 2u;
 
 // Look-back attempts on an unpublished predecessor before falling back to recomputing it.
 override SPIN_LIMIT: u32 = 64u;
+// Status words each look-back lane reads per round (subgroup path), at most LOOKBACK_MAX.
+const LOOKBACK_MAX: u32 = 8u;
+override LOOKBACK_PER_LANE: u32 = 4u;
 
 @group(0) @binding(0) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> src_tail: array<u32>;
@@ -294,7 +297,11 @@ fn compress(
     var acc = 0u;
     loop {
 #if SUBGROUP
-        // The first subgroup looks back over a whole window of predecessors at once.
+        // The first subgroup looks back over a window of LOOKBACK_PER_LANE * subgroup-size predecessors
+        // at once: lane l reads the statuses of tiles look-1-l*K ... look-K-l*K (window index
+        // i = l*K + j, nearest first). Why a wide window: when tiles start faster than one look-back
+        // round trip resolves a window, the unresolved depth grows until the start rate drops to
+        // window / round-trip, so the window bounds the codec's tile rate.
         if sg_id == 0u {
             var state = 0u;
             var spins = 0u;
@@ -302,20 +309,43 @@ fn compress(
                 if look == 0u {
                     break;
                 }
-                var st = FLAG_INC; // lanes past tile 0 read as an inclusive prefix of 0
-                if sg_lane < look {
-                    st = atomicLoad(&scan[SCAN_TILES + look - 1u - sg_lane]);
+                var st: array<u32, LOOKBACK_MAX>;
+                var my_inc = 0xffffffffu;
+                var my_nr = 0xffffffffu;
+                for (var j = 0u; j < LOOKBACK_PER_LANE; j++) {
+                    let i = sg_lane * LOOKBACK_PER_LANE + j;
+                    var w = FLAG_INC; // past tile 0 reads as an inclusive prefix of 0
+                    if i < look {
+                        w = atomicLoad(&scan[SCAN_TILES + look - 1u - i]);
+                    }
+                    st[j] = w;
                 }
-                let first_inc = subgroupMin(select(0xffffffffu, sg_lane, (st & FLAG_INC) != 0u));
-                let first_nr = subgroupMin(select(0xffffffffu, sg_lane, (st & (FLAG_INC | FLAG_AGG)) == 0u));
+                for (var j = 0u; j < LOOKBACK_PER_LANE; j++) {
+                    let i = sg_lane * LOOKBACK_PER_LANE + j;
+                    if (st[j] & FLAG_INC) != 0u {
+                        my_inc = min(my_inc, i);
+                    }
+                    if (st[j] & (FLAG_INC | FLAG_AGG)) == 0u {
+                        my_nr = min(my_nr, i);
+                    }
+                }
+                let first_inc = subgroupMin(my_inc);
+                let first_nr = subgroupMin(my_nr);
+                // Sum the statuses up to and including the first inclusive prefix, or up to the first
+                // unpublished one.
+                let stop = select(min(first_nr, sg_size * LOOKBACK_PER_LANE), first_inc + 1u, first_inc < first_nr);
+                var part = 0u;
+                for (var j = 0u; j < LOOKBACK_PER_LANE; j++) {
+                    if sg_lane * LOOKBACK_PER_LANE + j < stop {
+                        part += st[j] & VALUE_BITS;
+                    }
+                }
+                acc += subgroupAdd(part);
                 if first_inc < first_nr {
-                    acc += subgroupAdd(select(0u, st & VALUE_BITS, sg_lane <= first_inc));
                     break;
                 }
-                let ready = min(first_nr, sg_size); // lanes before the first unpublished one
-                acc += subgroupAdd(select(0u, st & VALUE_BITS, sg_lane < ready));
-                look -= ready;
-                if ready > 0u {
+                look -= stop;
+                if stop > 0u {
                     spins = 0u;
                     continue;
                 }

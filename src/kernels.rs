@@ -130,6 +130,33 @@ pub fn build_pipeline(
     })
 }
 
+/// Status words each look-back lane of `compress` reads per round (`LOOKBACK_PER_LANE` in
+/// compress.wgsl, at most its `LOOKBACK_MAX`). The window (this × subgroup size) bounds the tile rate:
+/// see docs/PERFORMANCE.md.
+pub const LOOKBACK_PER_LANE: u32 = 4;
+
+/// Applies `BITSPARSE_KERNEL_CONSTANTS` (a tuning knob for A/B runs on one device, e.g.
+/// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) to the override constants of `kernel`.
+/// Values are checked against the bounds the shaders rely on.
+fn tuning_constants(kernel: &str, consts: &mut Vec<(String, f64)>) -> Result<()> {
+    let Ok(spec) = std::env::var("BITSPARSE_KERNEL_CONSTANTS") else { return Ok(()) };
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let bad = || Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: bad item {item:?} (want kernel.NAME=value)"));
+        let (name, value) = item.split_once('=').ok_or_else(bad)?;
+        let (k, name) = name.split_once('.').ok_or_else(bad)?;
+        let value: f64 = value.parse().map_err(|_| bad())?;
+        if k != kernel {
+            continue;
+        }
+        if name == "LOOKBACK_PER_LANE" && !(1.0..=8.0).contains(&value) || value < 0.0 || value.fract() != 0.0 {
+            return Err(bad());
+        }
+        consts.retain(|(n, _)| n != name);
+        consts.push((name.to_string(), value));
+    }
+    Ok(())
+}
+
 /// Which codec kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Variant {
@@ -234,14 +261,19 @@ impl Kernels {
             }
         }
         let built = if v.compress {
-            let spin = [("SPIN_LIMIT", self.spin_limit as f64)];
+            let mut consts = vec![("SPIN_LIMIT".to_string(), self.spin_limit as f64), ("LOOKBACK_PER_LANE".to_string(), LOOKBACK_PER_LANE as f64)];
+            tuning_constants("compress", &mut consts)?;
+            let consts: Vec<(&str, f64)> = consts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
             Built {
-                main: build_pipeline(device, "compress.wgsl", "compress", &defs, &layout, &spin, self.trusted),
+                main: build_pipeline(device, "compress.wgsl", "compress", &defs, &layout, &consts, self.trusted),
                 finish: Some(build_pipeline(device, "compress.wgsl", "finish", &defs, &layout, &[], self.trusted)),
                 layout,
             }
         } else {
-            Built { main: build_pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &[], self.trusted), finish: None, layout }
+            let mut consts = Vec::new();
+            tuning_constants("decompress", &mut consts)?;
+            let consts: Vec<(&str, f64)> = consts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            Built { main: build_pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &consts, self.trusted), finish: None, layout }
         };
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("building codec pipeline {v:?} failed: {e}")));
