@@ -48,7 +48,7 @@ const SCAN_TILES: u32 = 2u;
 override SPIN_LIMIT: u32 = 64u;
 // Status words each look-back lane reads per round (subgroup path), at most LOOKBACK_MAX.
 const LOOKBACK_MAX: u32 = 8u;
-override LOOKBACK_PER_LANE: u32 = 1u;
+override LOOKBACK_PER_LANE: u32 = 4u;
 
 @group(0) @binding(0) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> src_tail: array<u32>;
@@ -187,17 +187,6 @@ fn valid_bits(t: u32, q: u32) -> u32 {
     return select((1u << left) - 1u, all, left >= EPV);
 }
 
-// A ticket: the next tile in start order, or "none" (in arena mode, a tensor whose reservation
-// already failed writes nothing at all). Tickets past the last tile mean "none" too.
-fn take_ticket() -> u32 {
-#if ARENA
-    if atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u {
-        return 0xffffffffu;
-    }
-#endif
-    return atomicAdd(&scan[SCAN_TICKET], 1u);
-}
-
 @compute @workgroup_size(128)
 fn compress(
     @builtin(local_invocation_index) lid: u32,
@@ -218,88 +207,47 @@ fn compress(
 #endif
 #if FP8_STORE
     fp8_scale = fp8_slot_scale();
-    var amax = 0u;
     if lid == 0u {
         atomicStore(&wg_amax, 0u);
     }
 #endif
-    // Persistent workgroups: the grid is capped (codec.rs) and each workgroup loops over tiles taken
-    // from an atomic ticket, in the order workgroups ask, so a workgroup only waits on tiles whose
-    // holders are running and process their tiles in ticket order (the smallest unfinished tile's
-    // holder is always working on it). Tiles by workgroup id were tried: on lavapipe, which hands each
-    // of its threads a contiguous half of the grid, the first workgroup of the second half then spins
-    // on tiles that have not started, and after long spins read wrong prefixes (reproduced with spin
-    // limits of 64 and 100000, not with 1 or 2); with the ticket every run is exact. See
+    // Tiles are handed out from an atomic ticket in the order workgroups start, so a workgroup only
+    // waits on tiles that started before it. Tiles by workgroup id were tried: on lavapipe, which hands
+    // each of its threads a contiguous half of the grid, the first workgroup of the second half then
+    // spins on tiles that have not started, and after long spins read wrong prefixes (reproduced with
+    // spin limits of 64 and 100000, not with 1 or 2); with the ticket every run is exact. See
     // docs/PERFORMANCE.md.
-    //
-    // Software pipeline: while tile `tile` is processed, the loads of the next tile (`tile1`, ticket
-    // already held) are in flight, and the ticket after it is taken once the look-back is done. Why:
-    // with one tile per workgroup lifetime the input loads sat idle during scan, look-back and stores;
-    // with look-back, compaction and value stores all removed, that kernel still read only ~1.4 TB/s.
+    if lid == 0u {
+        wg_tile = atomicAdd(&scan[SCAN_TICKET], 1u);
+#if ARENA
+        // A tensor whose reservation already failed writes nothing at all.
+        if atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u {
+            wg_tile = 0xffffffffu;
+        }
+#endif
+    }
+    // Clear the staging words and the tile mask while the ticket comes back.
     for (var i = lid; i < STAGE_WORDS; i += WG) {
-        atomicStore(&stage[i], 0u); // later tiles clear the words they use as they store them
+        atomicStore(&stage[i], 0u);
     }
     atomicStore(&wg_mask[lid], 0u);
-    if lid == 0u {
-        wg_tile = take_ticket();
+    let tile = workgroupUniformLoad(&wg_tile);
+    if tile >= p.tiles {
+        return;
     }
-    var tile = workgroupUniformLoad(&wg_tile);
-    if lid == 0u {
-        wg_tile = take_ticket();
-    }
-    var tile1 = workgroupUniformLoad(&wg_tile);
-    var nv: array<vec4<u32>, ROUNDS>;
-    if tile < p.tiles {
-        for (var r = 0u; r < ROUNDS; r++) {
-            nv[r] = load_vec(tile, r * WG + li);
-        }
-    }
-    loop {
-        if tile >= p.tiles {
-            break;
-        }
-        let v_in = nv;
-        if tile1 < p.tiles {
-            for (var r = 0u; r < ROUNDS; r++) {
-                nv[r] = load_vec(tile1, r * WG + li);
-            }
-        }
-        compress_tile(tile, v_in, li, lid, sg_id, sg_lane, sg_size
-#if FP8_STORE
-            , &amax
-#endif
-        );
-        // compress_tile's lid 0 took the ticket after `tile1`; this barrier also separates the tile's
-        // last reads of the staging words and mask from the next tile's writes.
-        let tile2 = workgroupUniformLoad(&wg_tile);
-        tile = tile1;
-        tile1 = tile2;
-    }
-#if FP8_STORE
-    atomicMax(&wg_amax, amax);
-    workgroupBarrier();
-    if lid == 0u {
-        fp8_record_amax(atomicLoad(&wg_amax));
-    }
-#endif
-}
 
-// Compresses tile `tile` whose input vectors are `v_in` (round r: vec r * WG + li of the tile). Ends
-// with lid 0 having written the next ticket to `wg_tile` (the caller reads it after a barrier).
-fn compress_tile(tile: u32, v_in: array<vec4<u32>, ROUNDS>, li: u32, lid: u32, sg_id: u32, sg_lane: u32, sg_size: u32
-#if FP8_STORE
-    , amax: ptr<function, u32>
-#endif
-) {
     // Load the tile once: every element is read exactly once. Rounds and elements are indexed by
     // loop counters with constant trip counts only (no data-dependent vector indexing, which would
     // send the vectors to local memory).
     var v: array<vec4<u32>, ROUNDS>;
     var m: array<u32, ROUNDS>;
     var signs = 0u;
+#if FP8_STORE
+    var amax = 0u;
+#endif
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        var x = v_in[r];
+        var x = load_vec(tile, q);
 #if FUSED_FWD
         x = relu_vec(x);
         let a = act_vec(x, p.act);
@@ -310,7 +258,7 @@ fn compress_tile(tile: u32, v_in: array<vec4<u32>, ROUNDS>, li: u32, lid: u32, s
         }
 #endif
 #if FP8_STORE
-        *amax = max(*amax, amax_vec(x));
+        amax = max(amax, amax_vec(x));
         // q is never negative (NaN -> 0x7f / 0x7e), so its lanes' bit 15 tested below stays clear.
         x = fp8_quant_vec(x, fp8_scale, p.fp8_fmt);
 #endif
@@ -326,6 +274,9 @@ fn compress_tile(tile: u32, v_in: array<vec4<u32>, ROUNDS>, li: u32, lid: u32, s
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
 #else
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
+#endif
+#if FP8_STORE
+    atomicMax(&wg_amax, amax);
 #endif
     let width = STORE_BITS - p.sign_pack;
     if p.sign_pack != 0u && signs != 0u {
@@ -468,12 +419,8 @@ fn compress_tile(tile: u32, v_in: array<vec4<u32>, ROUNDS>, li: u32, lid: u32, s
         }
     }
     let prefix = workgroupUniformLoad(&wg_prefix);
-    if lid == 0u {
-        if tile != 0u {
-            atomicMax(&scan[SCAN_TILES + tile], FLAG_INC | (prefix + words));
-        }
-        // The ticket after the prefetched tile: its round trip overlaps compaction and stores.
-        wg_tile = take_ticket();
+    if lid == 0u && tile != 0u {
+        atomicMax(&scan[SCAN_TILES + tile], FLAG_INC | (prefix + words));
     }
 
     // Only now compact the values (the look-back above went first so successors see this tile's
@@ -490,30 +437,31 @@ fn compress_tile(tile: u32, v_in: array<vec4<u32>, ROUNDS>, li: u32, lid: u32, s
 
     workgroupBarrier();
 
-    // Write the table entry, the mask words and the values, clearing the staging words and the mask
-    // as they are read (the next tile's writes come after the caller's barrier).
+
+    // Write the table entry, the mask words and the values.
     if lid == 0u {
         put_head(p.table_idx + tile, p.val_base + prefix);
+#if FP8_STORE
+        fp8_record_amax(atomicLoad(&wg_amax));
+#endif
     }
     let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
     let mwords = (tile_len + 31u) / 32u;
     if lid < mwords {
-        put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicExchange(&wg_mask[lid], 0u));
+        put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
     }
     let out = p.val_idx + prefix;
-    var fits = true;
 #if ARENA
     // Never write past the arena's end: flag the overflow instead (the scan above stays consistent).
-    fits = base + out + words <= atomicLoad(&ctrl[p.slot + SLOT_LIMIT]);
-    if !fits && lid == 0u {
-        atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_OVERFLOW);
+    if base + out + words > atomicLoad(&ctrl[p.slot + SLOT_LIMIT]) {
+        if lid == 0u {
+            atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_OVERFLOW);
+        }
+        return;
     }
 #endif
     for (var i = lid; i < words; i += WG) {
-        let w = atomicExchange(&stage[i], 0u);
-        if fits {
-            put_val(out + i, w);
-        }
+        put_val(out + i, atomicLoad(&stage[i]));
     }
 }
 

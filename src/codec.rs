@@ -50,15 +50,7 @@ pub struct CodecConfig {
     /// Look-back attempts before the decoupled fallback recomputes a stalled predecessor (default 64).
     /// Tests lower it to 1 to drive the fallback path hard.
     pub spin_limit: Option<u32>,
-    /// Cap on the compress grid (default [`COMPRESS_WORKGROUPS`], or `BITSPARSE_COMPRESS_WORKGROUPS`):
-    /// compress workgroups are persistent and loop over tiles, so the grid only needs to fill the GPU.
-    /// Tests lower it to make few workgroups process many tiles each.
-    pub compress_workgroups: Option<u32>,
 }
-
-/// Default cap on the compress grid: more than any GPU here keeps resident (an H200 holds at most
-/// 132 SMs × 16 workgroups of 128 threads); workgroups that start after the tiles are gone exit at once.
-pub const COMPRESS_WORKGROUPS: u32 = 8192;
 
 /// Where the value streams of a compressed tensor lie inside its values section.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -121,7 +113,6 @@ struct Inner {
     max_binding: u64,
     align: u64,
     max_wg_dim: u32,
-    compress_groups: u64,
     scan: Mutex<Option<wgpu::Buffer>>,
     dummy_ro: wgpu::Buffer,
     dummy_rw: wgpu::Buffer,
@@ -172,8 +163,6 @@ impl Codec {
         if let Some(m) = config.max_workgroups_per_dim {
             max_wg_dim = max_wg_dim.min(m.max(1));
         }
-        let env_groups = std::env::var("BITSPARSE_COMPRESS_WORKGROUPS").ok().and_then(|v| v.parse::<u32>().ok());
-        let compress_groups = config.compress_workgroups.or(env_groups).unwrap_or(COMPRESS_WORKGROUPS).max(1) as u64;
         let dummy = |label, usage| {
             device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: 256, usage, mapped_at_creation: false })
         };
@@ -188,7 +177,6 @@ impl Codec {
                 max_binding,
                 align,
                 max_wg_dim,
-                compress_groups,
                 scan: Mutex::new(None),
                 dummy_ro,
                 dummy_rw,
@@ -450,7 +438,7 @@ impl Codec {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.compress"), timestamp_writes: None });
             pass.set_pipeline(&k.main);
             pass.set_bind_group(0, &bind, &[]);
-            let (x, y) = self.grid(c.tiles.min(self.inner.compress_groups));
+            let (x, y) = self.grid(c.tiles);
             pass.dispatch_workgroups(x, y, 1);
             drop(pass);
             last_bind = Some(bind);
