@@ -48,7 +48,7 @@ const SCAN_TILES: u32 = 2u;
 override SPIN_LIMIT: u32 = 64u;
 // Status words each look-back lane reads per round (subgroup path), at most LOOKBACK_MAX.
 const LOOKBACK_MAX: u32 = 8u;
-override LOOKBACK_PER_LANE: u32 = 4u;
+override LOOKBACK_PER_LANE: u32 = 1u;
 
 @group(0) @binding(0) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> src_tail: array<u32>;

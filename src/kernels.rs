@@ -133,7 +133,7 @@ pub fn build_pipeline(
 /// Status words each look-back lane of `compress` reads per round (`LOOKBACK_PER_LANE` in
 /// compress.wgsl, at most its `LOOKBACK_MAX`). The window (this × subgroup size) bounds the tile rate:
 /// see docs/PERFORMANCE.md.
-pub const LOOKBACK_PER_LANE: u32 = 4;
+pub const LOOKBACK_PER_LANE: u32 = 1;
 
 /// Applies `BITSPARSE_KERNEL_CONSTANTS` (a tuning knob for A/B runs on one device, e.g.
 /// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) to the override constants of `kernel`.
