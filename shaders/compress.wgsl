@@ -124,7 +124,12 @@ fn fp8_record_amax(a: u32) {}
 const STORE_BITS: u32 = BITS;
 #endif
 
-const STAGE_WORDS: u32 = TILE * BITS / 32u;
+// Values are staged one round (WG * EPV elements) at a time, not a whole tile: workgroup memory is
+// what limits how many workgroups an SM keeps resident on the H200, and a whole tile's 8 KB of
+// staging halved the kernel's speed (docs/PERFORMANCE.md). A round's stream is contiguous, so its
+// complete words are stored as soon as it is staged and its last partial word is carried to word 0
+// of the next round. Size: a round's values plus the carried bits (< 32).
+const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_tile: u32;
@@ -132,29 +137,34 @@ var<workgroup> wg_state: u32;
 var<workgroup> wg_prefix: u32;
 var<workgroup> wg_count: atomic<u32>;
 
-// Appends the elements of word `w` selected by `bits` (one per element) to the staged stream at value
-// index `k0`; returns the next value index.
-fn emit_word(w: u32, bits: u32, k0: u32, width: u32) -> u32 {
-    var k = k0;
-    var b = bits;
-    var x = w;
+// The fields of word `w`'s elements selected by `bits` (one bit per element), `width` bits each,
+// packed from bit 0 in element order; and how many there are. At most 32 bits (EPW * width <= 32).
+fn compact_word(w: u32, bits: u32, width: u32) -> vec2<u32> {
     let vmask = (1u << width) - 1u;
+    var y = 0u;
+    var c = 0u;
     for (var e = 0u; e < EPW; e++) {
-        if (b & 1u) != 0u {
-            let val = x & vmask;
-            let pos = k * width;
-            let wi = pos >> 5u;
-            let sh = pos & 31u;
-            atomicOr(&stage[wi], val << sh);
-            if sh + width > 32u {
-                atomicOr(&stage[wi + 1u], val >> (32u - sh));
-            }
-            k++;
-        }
-        b >>= 1u;
-        x >>= BITS;
+        let take = ((bits >> e) & 1u) != 0u;
+        y |= select(0u, ((w >> (e * BITS)) & vmask) << (c * width), take);
+        c += select(0u, 1u, take);
     }
-    return k;
+    return vec2<u32>(y, c);
+}
+
+// Stages the elements of word `w` selected by `bits` at bit `pos` of the round's staging words;
+// returns the bit position after them.
+fn emit_word(w: u32, bits: u32, pos: u32, width: u32) -> u32 {
+    if bits == 0u {
+        return pos;
+    }
+    let yc = compact_word(w, bits, width);
+    let wi = pos >> 5u;
+    let sh = pos & 31u;
+    atomicOr(&stage[wi], yc.x << sh);
+    if sh + yc.y * width > 32u {
+        atomicOr(&stage[wi + 1u], yc.x >> (32u - sh));
+    }
+    return pos + yc.y * width;
 }
 
 // The vec4 `q` of tile `t`; the final partial tile is read word by word and zero-extended.
@@ -424,21 +434,8 @@ fn compress(
     }
 
     // Only now compact the values (the look-back above went first so successors see this tile's
-    // inclusive prefix as early as possible).
-    let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
-    for (var r = 0u; r < ROUNDS; r++) {
-        let mr = m[r];
-        let vr = v[r];
-        var k = emit_word(vr.x, mr & WORD_BITS_MASK, starts[r], width);
-        k = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, k, width);
-        k = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, k, width);
-        k = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, k, width);
-    }
-
-    workgroupBarrier();
-
-
-    // Write the table entry, the mask words and the values.
+    // inclusive prefix as early as possible), one round at a time. `rbit`: the round's first bit in
+    // the tile's stream; the staging words start at word rbit / 32 of the stream.
     if lid == 0u {
         put_head(p.table_idx + tile, p.val_base + prefix);
 #if FP8_STORE
@@ -451,17 +448,46 @@ fn compress(
         put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
     }
     let out = p.val_idx + prefix;
+    var fits = true;
 #if ARENA
     // Never write past the arena's end: flag the overflow instead (the scan above stays consistent).
-    if base + out + words > atomicLoad(&ctrl[p.slot + SLOT_LIMIT]) {
-        if lid == 0u {
-            atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_OVERFLOW);
-        }
-        return;
+    fits = base + out + words <= atomicLoad(&ctrl[p.slot + SLOT_LIMIT]);
+    if !fits && lid == 0u {
+        atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_OVERFLOW);
     }
 #endif
-    for (var i = lid; i < words; i += WG) {
-        put_val(out + i, atomicLoad(&stage[i]));
+    let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
+    let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
+    var rbit = 0u;
+    for (var r = 0u; r < ROUNDS; r++) {
+        let mr = m[r];
+        let vr = v[r];
+        let carry = rbit & 31u;
+        var pos = carry + excl[r] * width;
+        pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
+        pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
+        pos = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
+        pos = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
+        workgroupBarrier();
+        // Complete words go out now (all words after the last round, whose last word is padded);
+        // reading them also clears them for the next round.
+        let end = carry + totals[r] * width;
+        let last = r + 1u == ROUNDS;
+        let n_store = select(end >> 5u, (end + 31u) >> 5u, last);
+        let w0 = out + (rbit >> 5u);
+        for (var i = lid; i < n_store; i += WG) {
+            let w = atomicExchange(&stage[i], 0u);
+            if fits {
+                put_val(w0 + i, w);
+            }
+        }
+        // The partial last word becomes word 0 of the next round (word 0 was cleared just above by
+        // invocation 0 itself whenever the partial word is not word 0).
+        if lid == 0u && !last && (end & 31u) != 0u && (end >> 5u) != 0u {
+            atomicStore(&stage[0], atomicExchange(&stage[end >> 5u], 0u));
+        }
+        workgroupBarrier();
+        rbit += totals[r] * width;
     }
 }
 

@@ -102,30 +102,31 @@ const STORE_BITS: u32 = BITS;
 // Word offset (in `vals_in` / the arena) of this workgroup's tile stream.
 var<private> stream_base: u32;
 
-// Value `k` of the tile's stream, of `width` bits, read straight from the stream: neighbouring threads
-// read neighbouring words, so the loads coalesce and hit L1. (Staging the stream in workgroup memory
-// first, with one more barrier, was measured 1.6x slower on the H200 at density 0.5: docs/PERFORMANCE.md.)
-fn read_value(k: u32, width: u32) -> u32 {
-    let pos = k * width;
-    let w = stream_base + (pos >> 5u);
-    let sh = pos & 31u;
-    var x = get_val(w) >> sh;
-    if sh + width > 32u {
-        x |= get_val(w + 1u) << (32u - sh);
-    }
-    return x & ((1u << width) - 1u);
-}
-
-// The word whose elements `bits` selects, taken in order from the staged stream at value index `*k`.
+// The word whose elements `bits` selects, taken in order from the tile's stream at value index `*k`.
+// The selected values (at most EPW, at most 32 bits together) lie in at most two stream words, read
+// straight from the stream: neighbouring threads read neighbouring words, so the loads coalesce and
+// hit L1. (Staging the stream in workgroup memory first was measured 1.6x slower on the H200, and
+// one load per value instead of per word cost more than half of the kernel's time:
+// docs/PERFORMANCE.md.)
 fn decode_word(bits: u32, k: ptr<function, u32>, width: u32) -> u32 {
+    if bits == 0u {
+        return 0u;
+    }
+    let c = countOneBits(bits);
+    let pos = *k * width;
+    let wi = stream_base + (pos >> 5u);
+    let sh = pos & 31u;
+    var x = get_val(wi) >> sh;
+    if sh + c * width > 32u {
+        x |= get_val(wi + 1u) << (32u - sh);
+    }
+    *k += c;
+    let vmask = (1u << width) - 1u;
     var w = 0u;
-    var b = bits;
     for (var e = 0u; e < EPW; e++) {
-        if (b & 1u) != 0u {
-            w |= read_value(*k, width) << (e * BITS);
-            *k += 1u;
-        }
-        b >>= 1u;
+        let take = ((bits >> e) & 1u) != 0u;
+        w |= select(0u, (x & vmask) << (e * BITS), take);
+        x = select(x, x >> width, take);
     }
     return w;
 }
