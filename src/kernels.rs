@@ -135,6 +135,11 @@ pub fn build_pipeline(
 /// see docs/PERFORMANCE.md.
 pub const LOOKBACK_PER_LANE: u32 = 1;
 
+/// Thread groups per compaction round in `compress` (`STAGE_SPLIT`: 1, 2 or 4): the values of one
+/// group at a time are staged in workgroup memory, so the staging array is 1/STAGE_SPLIT of a
+/// round. Workgroup memory is what limits the kernel's occupancy on the H200 (docs/PERFORMANCE.md).
+pub const STAGE_SPLIT: u32 = 4;
+
 /// Applies `BITSPARSE_KERNEL_CONSTANTS` (a tuning knob for A/B runs on one device, e.g.
 /// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) to the override constants of `kernel`.
 /// Values are checked against the bounds the shaders rely on.
@@ -148,7 +153,13 @@ fn tuning_constants(kernel: &str, consts: &mut Vec<(String, f64)>) -> Result<()>
         if k != kernel {
             continue;
         }
-        if name == "LOOKBACK_PER_LANE" && !(1.0..=8.0).contains(&value) || value < 0.0 || value.fract() != 0.0 {
+        let bounded = match name {
+            "LOOKBACK_PER_LANE" => (1.0..=8.0).contains(&value),
+            "STAGE_SPLIT" => [1.0, 2.0, 4.0].contains(&value),
+            "SCAN_SLOTS" => false, // derived from the adapter; a wrong value would index out of bounds
+            _ => true,
+        };
+        if !bounded || value < 0.0 || value.fract() != 0.0 {
             return Err(bad());
         }
         consts.retain(|(n, _)| n != name);
@@ -221,6 +232,15 @@ impl Kernels {
         Ok(b)
     }
 
+    /// `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path: one slot per subgroup of the smallest size
+    /// the adapter reports, so the workgroup array is no larger than needed.
+    fn scan_slots(&self) -> Option<(String, f64)> {
+        (self.path == Path::Subgroup).then(|| {
+            let min = self.device.adapter_info().subgroup_min_size.clamp(4, 128);
+            ("SCAN_SLOTS".to_string(), (128 / min) as f64)
+        })
+    }
+
     fn build(&self, v: Variant) -> Result<Built> {
         let device = &self.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -261,7 +281,12 @@ impl Kernels {
             }
         }
         let built = if v.compress {
-            let mut consts = vec![("SPIN_LIMIT".to_string(), self.spin_limit as f64), ("LOOKBACK_PER_LANE".to_string(), LOOKBACK_PER_LANE as f64)];
+            let mut consts = vec![
+                ("SPIN_LIMIT".to_string(), self.spin_limit as f64),
+                ("LOOKBACK_PER_LANE".to_string(), LOOKBACK_PER_LANE as f64),
+                ("STAGE_SPLIT".to_string(), STAGE_SPLIT as f64),
+            ];
+            consts.extend(self.scan_slots());
             tuning_constants("compress", &mut consts)?;
             let consts: Vec<(&str, f64)> = consts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
             Built {
@@ -271,6 +296,7 @@ impl Kernels {
             }
         } else {
             let mut consts = Vec::new();
+            consts.extend(self.scan_slots());
             tuning_constants("decompress", &mut consts)?;
             let consts: Vec<(&str, f64)> = consts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
             Built { main: build_pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &consts, self.trusted), finish: None, layout }

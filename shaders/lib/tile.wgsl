@@ -71,7 +71,10 @@ fn stream_words(count: u32, width: u32) -> u32 {
 // ---- workgroup exclusive scan of one vec4<u32> per thread (one component per round) ----
 
 #if SUBGROUP
-var<workgroup> scan_sg: array<vec4<u32>, 32>; // one total per subgroup (subgroups of >= 4 lanes)
+// One total per subgroup: WG / (the adapter's smallest subgroup size), set by the host (codec.rs).
+// Sized to fit because every byte of workgroup memory costs occupancy on the H200 (PERFORMANCE.md).
+override SCAN_SLOTS: u32 = 32u;
+var<workgroup> scan_sg: array<vec4<u32>, SCAN_SLOTS>;
 #else
 var<workgroup> scan_sh: array<vec4<u32>, WG>;
 #endif
