@@ -130,7 +130,7 @@ const STORE_BITS: u32 = BITS;
 // docs/PERFORMANCE.md). A group's stream is contiguous, so its complete words are stored as soon as
 // it is staged and its last partial word is carried to word 0 of the next group. Size: a group's
 // values (4 words per thread) plus the carried bits (< 32).
-override STAGE_SPLIT: u32 = 4u;
+override STAGE_SPLIT: u32 = 1u;
 override STAGE_WORDS: u32 = WG / STAGE_SPLIT * 4u + 1u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 // Values of round r before group h (h >= 1) at [r * STAGE_SPLIT + h].
@@ -140,8 +140,13 @@ var<workgroup> group_base: array<u32, 16>;
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 #endif
 var<workgroup> wg_tile: u32;
-var<workgroup> wg_state: u32;
-var<workgroup> wg_prefix: u32;
+// Look-back result: `state` 0 done (then `prefix` is the tile's exclusive prefix), else 1 + the tile
+// that needs the fallback. One struct so one uniform load (two barriers) publishes both.
+struct LookOut {
+    state: u32,
+    prefix: u32,
+}
+var<workgroup> wg_look: LookOut;
 var<workgroup> wg_count: atomic<u32>;
 
 // The fields of word `w`'s elements selected by `bits` (one bit per element), `width` bits each,
@@ -279,9 +284,14 @@ fn compress(
 #if FP8_STORE
     var amax = 0u;
 #endif
+    // All loads first: the subgroup shuffles below would otherwise keep them one round at a time.
+    var v: array<vec4<u32>, ROUNDS>;
+    for (var r = 0u; r < ROUNDS; r++) {
+        v[r] = load_vec(tile, r * WG + li);
+    }
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        var x = load_vec(tile, q);
+        var x = v[r];
 #if FUSED_FWD
         x = relu_vec(x);
         let a = act_vec(x, p.act);
@@ -349,6 +359,7 @@ fn compress(
     // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.
     var look = tile;  // next tile to inspect is look - 1 (the looking threads' private cursor)
     var acc = 0u;
+    var prefix = 0u;
     loop {
 #if SUBGROUP
         // The first subgroup looks back over a window of LOOKBACK_PER_LANE * subgroup-size predecessors
@@ -410,8 +421,7 @@ fn compress(
                 }
             }
             if sg_lane == 0u {
-                wg_state = state;
-                wg_prefix = acc;
+                wg_look = LookOut(state, acc);
                 atomicStore(&wg_count, 0u);
             }
         }
@@ -440,13 +450,14 @@ fn compress(
                     break;
                 }
             }
-            wg_state = state;
-            wg_prefix = acc;
+            wg_look = LookOut(state, acc);
             atomicStore(&wg_count, 0u);
         }
 #endif
-        let need = workgroupUniformLoad(&wg_state);
+        let look_out = workgroupUniformLoad(&wg_look);
+        let need = look_out.state;
         if need == 0u {
+            prefix = look_out.prefix;
             break;
         }
         // Fallback: count the stalled predecessor's nonzeros from its input (always a full tile).
@@ -466,7 +477,6 @@ fn compress(
             atomicMax(&scan[SCAN_TILES + ft], FLAG_AGG | stream_words(fallback_count, width));
         }
     }
-    let prefix = workgroupUniformLoad(&wg_prefix);
     if lid == 0u && tile != 0u {
         atomicMax(&scan[SCAN_TILES + tile], FLAG_INC | (prefix + words));
     }
@@ -497,6 +507,13 @@ fn compress(
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
     let my_group = li / group;
+    // The input is read again here rather than kept in registers across the scan and look-back:
+    // holding it cost occupancy (measured on the H200: the kernel took 0.45 ms with the values held,
+    // 0.39 ms without), and this re-read hits the cache, not DRAM. All rounds at once, so their
+    // latencies overlap.
+    for (var r = 0u; r < ROUNDS; r++) {
+        v[r] = stored_vec(tile, r * WG + li);
+    }
     var rbit = 0u;
     for (var r = 0u; r < ROUNDS; r++) {
         for (var h = 0u; h < STAGE_SPLIT; h++) {
@@ -507,10 +524,7 @@ fn compress(
             let carry = gbit & 31u;
             if my_group == h {
                 let mr = m[r];
-                // The input is read again here rather than kept in registers across the scan and
-                // look-back: holding it cost occupancy (measured on the H200: the kernel took 0.45 ms
-                // with the values held, 0.39 ms without), and this re-read hits the cache, not DRAM.
-                let vr = stored_vec(tile, r * WG + li);
+                let vr = v[r];
                 var pos = carry + (excl[r] - gbase) * width;
                 pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
                 pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);

@@ -138,7 +138,7 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 /// Thread groups per compaction round in `compress` (`STAGE_SPLIT`: 1, 2 or 4): the values of one
 /// group at a time are staged in workgroup memory, so the staging array is 1/STAGE_SPLIT of a
 /// round. Workgroup memory is what limits the kernel's occupancy on the H200 (docs/PERFORMANCE.md).
-pub const STAGE_SPLIT: u32 = 4;
+pub const STAGE_SPLIT: u32 = 1;
 
 /// Applies `BITSPARSE_KERNEL_CONSTANTS` (a tuning knob for A/B runs on one device, e.g.
 /// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) to the override constants of `kernel`.

@@ -84,7 +84,9 @@ struct ScanOut {
     total: vec4<u32>, // the workgroup total, per round
 }
 
-// `li` is the thread's logical index (see `logical_index`). Must be called in uniform control flow.
+// `li` is the thread's logical index (see `logical_index`). Must be called in uniform control flow,
+// at most once per workgroup on the subgroup path (no barrier protects `scan_sg` for a second call:
+// every barrier costs the codec kernels time on the H200).
 fn wg_scan(c: vec4<u32>, li: u32, sg_lane: u32, sg_size: u32) -> ScanOut {
     var out: ScanOut;
 #if SUBGROUP
@@ -102,7 +104,6 @@ fn wg_scan(c: vec4<u32>, li: u32, sg_lane: u32, sg_size: u32) -> ScanOut {
         base += select(vec4<u32>(0u), t, i < sg);
         tot += t;
     }
-    workgroupBarrier(); // scan_sg is reused by the next call
     out.excl = base + incl - c;
     out.total = tot;
 #else
