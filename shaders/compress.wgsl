@@ -124,21 +124,14 @@ fn fp8_record_amax(a: u32) {}
 const STORE_BITS: u32 = BITS;
 #endif
 
-// Values are staged one group of WG / STAGE_SPLIT threads of one round at a time, not a whole tile:
-// workgroup memory is what limits how many workgroups an SM keeps resident on the H200 (every extra
-// KB cost ~8 % there, and a whole tile's 8 KB of staging halved the kernel's speed:
-// docs/PERFORMANCE.md). A group's stream is contiguous, so its complete words are stored as soon as
-// it is staged and its last partial word is carried to word 0 of the next group. Size: a group's
-// values (4 words per thread) plus the carried bits (< 32).
-override STAGE_SPLIT: u32 = 1u;
-override STAGE_WORDS: u32 = WG / STAGE_SPLIT * 4u + 1u;
+// Values are staged one round (WG * EPV elements) at a time, not a whole tile: workgroup memory is
+// what limits how many workgroups an SM keeps resident on the H200, and a whole tile's 8 KB of
+// staging halved the kernel's speed (docs/PERFORMANCE.md). A round's stream is contiguous, so its
+// complete words are stored as soon as it is staged and its last partial word is carried to word 0
+// of the next round. Size: a round's values plus the carried bits (< 32).
+const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
-// Values of round r before group h (h >= 1) at [r * STAGE_SPLIT + h].
-var<workgroup> group_base: array<u32, 16>;
-#if !SUBGROUP
-// The tile's mask (the subgroup path assembles mask words with shuffles instead).
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
-#endif
 var<workgroup> wg_tile: u32;
 // Look-back result: `state` 0 done (then `prefix` is the tile's exclusive prefix), else 1 + the tile
 // that needs the fallback. One struct so one uniform load (two barriers) publishes both.
@@ -266,9 +259,7 @@ fn compress(
     for (var i = lid; i < STAGE_WORDS; i += WG) {
         atomicStore(&stage[i], 0u);
     }
-#if !SUBGROUP
     atomicStore(&wg_mask[lid], 0u);
-#endif
     let tile = workgroupUniformLoad(&wg_tile);
     if tile >= p.tiles {
         return;
@@ -277,21 +268,14 @@ fn compress(
     // Read the tile for its mask and counts (the compaction below reads it again, from the cache).
     // Rounds and elements are indexed by loop counters with constant trip counts only (no
     // data-dependent vector indexing, which would send the vectors to local memory).
-    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
-    let mwords = (tile_len + 31u) / 32u;
     var m: array<u32, ROUNDS>;
     var signs = 0u;
 #if FP8_STORE
     var amax = 0u;
 #endif
-    // All loads first: the subgroup shuffles below would otherwise keep them one round at a time.
-    var v: array<vec4<u32>, ROUNDS>;
-    for (var r = 0u; r < ROUNDS; r++) {
-        v[r] = load_vec(tile, r * WG + li);
-    }
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        var x = v[r];
+        var x = load_vec(tile, q);
 #if FUSED_FWD
         x = relu_vec(x);
         let a = act_vec(x, p.act);
@@ -309,22 +293,9 @@ fn compress(
         let mr = nz_bits(x) & valid_bits(tile, q);
         m[r] = mr;
         signs |= sign_bits(x) & mr;
-#if SUBGROUP
-        // The 32 / EPV threads of a mask word are neighbouring lanes of one subgroup.
-        var mw = mr << mask_shift_of(li);
-        mw |= subgroupShuffleXor(mw, 1u);
-#if !BITS8
-        mw |= subgroupShuffleXor(mw, 2u);
-#endif
-        let mword = mask_word_of(r, li);
-        if mask_shift_of(li) == 0u && mword < mwords {
-            put_mask(p.mask_idx + tile * TILE_MASK_WORDS + mword, mw);
-        }
-#else
         if mr != 0u {
             atomicOr(&wg_mask[mask_word_of(r, li)], mr << mask_shift_of(li));
         }
-#endif
     }
 #if BITS8
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
@@ -341,14 +312,6 @@ fn compress(
 
     let s = wg_scan(counts, li, sg_lane, sg_size);
     let total = s.total.x + s.total.y + s.total.z + s.total.w;
-    // Where each staging group starts in its round (read after the look-back's barriers).
-    let group = WG / STAGE_SPLIT;
-    if li % group == 0u && li != 0u {
-        let excl4 = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
-        for (var r = 0u; r < ROUNDS; r++) {
-            group_base[r * STAGE_SPLIT + li / group] = excl4[r];
-        }
-    }
     let words = stream_words(total, width);
 
     // Publish this tile's aggregate at once, so successors can look past it.
@@ -490,11 +453,11 @@ fn compress(
         fp8_record_amax(atomicLoad(&wg_amax));
 #endif
     }
-#if !SUBGROUP
+    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let mwords = (tile_len + 31u) / 32u;
     if lid < mwords {
         put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
     }
-#endif
     let out = p.val_idx + prefix;
     var fits = true;
 #if ARENA
@@ -506,51 +469,38 @@ fn compress(
 #endif
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
-    let my_group = li / group;
-    // The input is read again here rather than kept in registers across the scan and look-back:
-    // holding it cost occupancy (measured on the H200: the kernel took 0.45 ms with the values held,
-    // 0.39 ms without), and this re-read hits the cache, not DRAM. All rounds at once, so their
-    // latencies overlap.
-    for (var r = 0u; r < ROUNDS; r++) {
-        v[r] = stored_vec(tile, r * WG + li);
-    }
     var rbit = 0u;
     for (var r = 0u; r < ROUNDS; r++) {
-        for (var h = 0u; h < STAGE_SPLIT; h++) {
-            // Values of round r before group h and before group h + 1; the group's first stream bit.
-            let gbase = select(group_base[r * STAGE_SPLIT + h], 0u, h == 0u);
-            let gend = select(group_base[min(r * STAGE_SPLIT + h + 1u, 15u)], totals[r], h + 1u == STAGE_SPLIT);
-            let gbit = rbit + gbase * width;
-            let carry = gbit & 31u;
-            if my_group == h {
-                let mr = m[r];
-                let vr = v[r];
-                var pos = carry + (excl[r] - gbase) * width;
-                pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
-                pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
-                pos = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
-                pos = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
+        let mr = m[r];
+        // The input is read again here rather than kept in registers across the scan and look-back:
+        // holding it cost occupancy (measured on the H200: the kernel took 0.45 ms with the values
+        // held, 0.27 ms with compaction dropped), and this re-read hits the cache, not DRAM.
+        let vr = stored_vec(tile, r * WG + li);
+        let carry = rbit & 31u;
+        var pos = carry + excl[r] * width;
+        pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
+        pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
+        pos = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
+        pos = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
+        workgroupBarrier();
+        // Complete words go out now (all words after the last round, whose last word is padded);
+        // reading them also clears them for the next round.
+        let end = carry + totals[r] * width;
+        let last = r + 1u == ROUNDS;
+        let n_store = select(end >> 5u, (end + 31u) >> 5u, last);
+        let w0 = out + (rbit >> 5u);
+        for (var i = lid; i < n_store; i += WG) {
+            let w = atomicExchange(&stage[i], 0u);
+            if fits {
+                put_val(w0 + i, w);
             }
-            workgroupBarrier();
-            // Complete words go out now (all words after the last group, whose last word is
-            // padded); reading them also clears them for the next group.
-            let end = carry + (gend - gbase) * width;
-            let last = r + 1u == ROUNDS && h + 1u == STAGE_SPLIT;
-            let n_store = select(end >> 5u, (end + 31u) >> 5u, last);
-            let w0 = out + (gbit >> 5u);
-            for (var i = lid; i < n_store; i += WG) {
-                let w = atomicExchange(&stage[i], 0u);
-                if fits {
-                    put_val(w0 + i, w);
-                }
-            }
-            // The partial last word becomes word 0 of the next group (word 0 was cleared just above
-            // by invocation 0 itself whenever the partial word is not word 0).
-            if lid == 0u && !last && (end & 31u) != 0u && (end >> 5u) != 0u {
-                atomicStore(&stage[0], atomicExchange(&stage[end >> 5u], 0u));
-            }
-            workgroupBarrier();
         }
+        // The partial last word becomes word 0 of the next round (word 0 was cleared just above by
+        // invocation 0 itself whenever the partial word is not word 0).
+        if lid == 0u && !last && (end & 31u) != 0u && (end >> 5u) != 0u {
+            atomicStore(&stage[0], atomicExchange(&stage[end >> 5u], 0u));
+        }
+        workgroupBarrier();
         rbit += totals[r] * width;
     }
 }

@@ -135,11 +135,6 @@ pub fn build_pipeline(
 /// see docs/PERFORMANCE.md.
 pub const LOOKBACK_PER_LANE: u32 = 1;
 
-/// Thread groups per compaction round in `compress` (`STAGE_SPLIT`: 1, 2 or 4): the values of one
-/// group at a time are staged in workgroup memory, so the staging array is 1/STAGE_SPLIT of a
-/// round. Workgroup memory is what limits the kernel's occupancy on the H200 (docs/PERFORMANCE.md).
-pub const STAGE_SPLIT: u32 = 1;
-
 /// Applies `BITSPARSE_KERNEL_CONSTANTS` (a tuning knob for A/B runs on one device, e.g.
 /// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) to the override constants of `kernel`.
 /// Values are checked against the bounds the shaders rely on.
@@ -155,8 +150,7 @@ fn tuning_constants(kernel: &str, consts: &mut Vec<(String, f64)>) -> Result<()>
         }
         let bounded = match name {
             "LOOKBACK_PER_LANE" => (1.0..=8.0).contains(&value),
-            "STAGE_SPLIT" => [1.0, 2.0, 4.0].contains(&value),
-            "SCAN_SLOTS" => false, // derived from the adapter; a wrong value would index out of bounds
+            "SCAN_SLOTS" => value == 32.0, // else derived from the adapter: a smaller value could index out of bounds
             _ => true,
         };
         if !bounded || value < 0.0 || value.fract() != 0.0 {
@@ -281,11 +275,7 @@ impl Kernels {
             }
         }
         let built = if v.compress {
-            let mut consts = vec![
-                ("SPIN_LIMIT".to_string(), self.spin_limit as f64),
-                ("LOOKBACK_PER_LANE".to_string(), LOOKBACK_PER_LANE as f64),
-                ("STAGE_SPLIT".to_string(), STAGE_SPLIT as f64),
-            ];
+            let mut consts = vec![("SPIN_LIMIT".to_string(), self.spin_limit as f64), ("LOOKBACK_PER_LANE".to_string(), LOOKBACK_PER_LANE as f64)];
             consts.extend(self.scan_slots());
             tuning_constants("compress", &mut consts)?;
             let consts: Vec<(&str, f64)> = consts.iter().map(|(k, v)| (k.as_str(), *v)).collect();

@@ -71,7 +71,7 @@ fn stream_words(count: u32, width: u32) -> u32 {
 // ---- workgroup exclusive scan of one vec4<u32> per thread (one component per round) ----
 
 #if SUBGROUP
-// One total per subgroup: WG / (the adapter's smallest subgroup size), set by the host (codec.rs).
+// One total per subgroup: WG / (the adapter's smallest subgroup size), set by the host (kernels.rs).
 // Sized to fit because every byte of workgroup memory costs occupancy on the H200 (PERFORMANCE.md).
 override SCAN_SLOTS: u32 = 32u;
 var<workgroup> scan_sg: array<vec4<u32>, SCAN_SLOTS>;
