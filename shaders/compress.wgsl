@@ -145,14 +145,6 @@ var<workgroup> wg_count: atomic<u32>;
 // The fields of word `w`'s elements selected by `bits` (one bit per element), `width` bits each,
 // packed from bit 0 in element order; and how many there are. At most 32 bits (EPW * width <= 32).
 fn compact_word(w: u32, bits: u32, width: u32) -> vec2<u32> {
-#if !BITS8
-#if !FP8_STORE
-    if width == 16u {
-        // Unpacked 16-bit values: the word itself, or one of its halves.
-        return vec2<u32>(select(select(w & 0xffffu, w >> 16u, bits == 2u), w, bits == 3u), countOneBits(bits));
-    }
-#endif
-#endif
     let vmask = (1u << width) - 1u;
     var y = 0u;
     var c = 0u;

@@ -121,14 +121,6 @@ fn decode_word(bits: u32, k: ptr<function, u32>, width: u32) -> u32 {
         x |= get_val(wi + 1u) << (32u - sh);
     }
     *k += c;
-#if !BITS8
-#if !FP8_STORE
-    if width == 16u {
-        // Unpacked 16-bit values: x holds value k in its low half and value k + 1 in its high half.
-        return select(select(x & 0xffffu, x << 16u, bits == 2u), x, bits == 3u);
-    }
-#endif
-#endif
     let vmask = (1u << width) - 1u;
     var w = 0u;
     for (var e = 0u; e < EPW; e++) {
