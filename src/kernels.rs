@@ -135,29 +135,37 @@ pub fn build_pipeline(
 /// see docs/PERFORMANCE.md.
 pub const LOOKBACK_PER_LANE: u32 = 1;
 
-/// Applies `BITSPARSE_KERNEL_CONSTANTS` (a tuning knob for A/B runs on one device, e.g.
+/// Applies `BITSPARSE_KERNEL_CONSTANTS` (a tuning knob for A/B runs of one binary on one device, e.g.
 /// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) to the override constants of `kernel`.
-/// Values are checked against the bounds the shaders rely on.
 fn tuning_constants(kernel: &str, consts: &mut Vec<(String, f64)>) -> Result<()> {
-    let Ok(spec) = std::env::var("BITSPARSE_KERNEL_CONSTANTS") else { return Ok(()) };
+    match std::env::var("BITSPARSE_KERNEL_CONSTANTS") {
+        Ok(spec) => apply_tuning(&spec, kernel, consts),
+        Err(_) => Ok(()),
+    }
+}
+
+/// The constants the knob may set, with the range each shader relies on (trusted modules: a value
+/// outside it could index out of bounds or never terminate).
+const TUNABLE: [(&str, &str, f64, f64); 2] = [("compress", "SPIN_LIMIT", 1.0, 1e9), ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0)];
+
+/// Parses `spec` (`kernel.NAME=value`, comma-separated) and applies its items for `kernel`. Unknown
+/// kernels or names, and values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
+fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(String, f64)>) -> Result<()> {
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let bad = || Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: bad item {item:?} (want kernel.NAME=value)"));
-        let (name, value) = item.split_once('=').ok_or_else(bad)?;
-        let (k, name) = name.split_once('.').ok_or_else(bad)?;
-        let value: f64 = value.parse().map_err(|_| bad())?;
-        if k != kernel {
-            continue;
-        }
-        let bounded = match name {
-            "LOOKBACK_PER_LANE" => (1.0..=8.0).contains(&value),
-            "SCAN_SLOTS" => value == 32.0, // else derived from the adapter: a smaller value could index out of bounds
-            _ => true,
+        let bad = |why: &str| Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: {why} in {item:?} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"));
+        let (name, value) = item.split_once('=').ok_or_else(|| bad("no '='"))?;
+        let (k, name) = name.trim().split_once('.').ok_or_else(|| bad("no kernel prefix"))?;
+        let value: f64 = value.trim().parse().map_err(|_| bad("not a number"))?;
+        let Some(&(_, _, lo, hi)) = TUNABLE.iter().find(|(tk, tn, _, _)| *tk == k && *tn == name) else {
+            return Err(bad("not a tunable constant"));
         };
-        if !bounded || value < 0.0 || value.fract() != 0.0 {
-            return Err(bad());
+        if !(lo..=hi).contains(&value) || value.fract() != 0.0 {
+            return Err(bad("value out of range"));
         }
-        consts.retain(|(n, _)| n != name);
-        consts.push((name.to_string(), value));
+        if k == kernel {
+            consts.retain(|(n, _)| n != name);
+            consts.push((name.to_string(), value));
+        }
     }
     Ok(())
 }
@@ -295,5 +303,43 @@ impl Kernels {
             return Err(Error::Wgpu(format!("building codec pipeline {v:?} failed: {e}")));
         }
         Ok(built)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuning_spec_applies_to_its_kernel_only() {
+        let mut c = vec![("SPIN_LIMIT".to_string(), 64.0), ("LOOKBACK_PER_LANE".to_string(), 1.0)];
+        apply_tuning(" compress.LOOKBACK_PER_LANE = 4 ,compress.SPIN_LIMIT=16", "compress", &mut c).unwrap();
+        c.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(c, vec![("LOOKBACK_PER_LANE".to_string(), 4.0), ("SPIN_LIMIT".to_string(), 16.0)]);
+        let mut d = Vec::new();
+        apply_tuning("compress.LOOKBACK_PER_LANE=4", "decompress", &mut d).unwrap();
+        assert!(d.is_empty());
+        apply_tuning("", "compress", &mut d).unwrap();
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn tuning_spec_rejects_what_the_shaders_cannot_take() {
+        for bad in [
+            "compress.LOOKBACK_PER_LANE=9",
+            "compress.LOOKBACK_PER_LANE=0",
+            "compress.LOOKBACK_PER_LANE=2.5",
+            "compress.SPIN_LIMIT=0",
+            "compress.SCAN_SLOTS=4",
+            "decompress.SPIN_LIMIT=4",
+            "compres.SPIN_LIMIT=4",
+            "SPIN_LIMIT=4",
+            "compress.SPIN_LIMIT",
+            "compress.SPIN_LIMIT=x",
+        ] {
+            let mut c = Vec::new();
+            assert!(matches!(apply_tuning(bad, "compress", &mut c), Err(Error::InvalidArgument(_))), "{bad:?} was accepted");
+            assert!(c.is_empty(), "{bad:?} changed the constants");
+        }
     }
 }
