@@ -129,7 +129,24 @@ const STORE_BITS: u32 = BITS;
 // staging halved the kernel's speed (docs/PERFORMANCE.md). A round's stream is contiguous, so its
 // complete words are stored as soon as it is staged and its last partial word is carried to word 0
 // of the next round. Size: a round's values plus the carried bits (< 32).
+//
+// COMPACT = 1 (subgroup path only; an experiment selected with BITSPARSE_KERNEL_CONSTANTS, not yet
+// measured on a GPU): no staging array at all. Each subgroup builds the words of its own part of a
+// round with shuffles; only the first and last word of each such segment, which neighbouring segments
+// may share, go through four small per-segment arrays and are combined once at the end of the tile.
+#if SUBGROUP
+override COMPACT: u32 = 0u;
+override STAGE_WORDS: u32 = (WG * EPV * BITS / 32u) * (1u - COMPACT) + 1u;
+override EDGE_SLOTS: u32 = ROUNDS * SCAN_SLOTS * COMPACT + 1u;
+const NO_WORD: u32 = 0xffffffffu;
+var<workgroup> edge_first: array<u32, EDGE_SLOTS>; // segment's first word (tile-relative), NO_WORD if empty
+var<workgroup> edge_last: array<u32, EDGE_SLOTS>;  // its last word
+var<workgroup> edge_cf: array<u32, EDGE_SLOTS>;    // its bits of its first word
+var<workgroup> edge_cl: array<u32, EDGE_SLOTS>;    // its bits of its last word (when not the first)
+#else
+override COMPACT: u32 = 0u; // no shuffle path without subgroups: ignored
 const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
+#endif
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_tile: u32;
@@ -171,6 +188,139 @@ fn emit_word(w: u32, bits: u32, pos: u32, width: u32) -> u32 {
     }
     return pos + yc.y * width;
 }
+
+#if SUBGROUP
+// Index (0..EPV-1) of the k-th set bit of `m` (k < countOneBits(m)).
+fn select_bit(m: u32, k: u32) -> u32 {
+    var mm = m;
+    var kk = k;
+    var pos = 0u;
+    for (var half = EPV / 2u; half > 0u; half >>= 1u) {
+        let low = countOneBits(mm & ((1u << half) - 1u));
+        if kk >= low {
+            kk -= low;
+            mm >>= half;
+            pos += half;
+        }
+    }
+    return pos;
+}
+
+// COMPACT = 1: the values of round `r` (this thread: mask `mr`, stored vector `vr`, `x` values of the
+// round before it) written straight from registers. `rbit`: the round's first bit in the tile's stream.
+fn compact_round_shuffle(r: u32, mr: u32, vr: vec4<u32>, x: u32, rbit: u32, width: u32, out: u32, fits: bool, sg_id: u32, sg_lane: u32, sg_size: u32) {
+    let c = countOneBits(mr);
+    let seg_x = subgroupBroadcast(x, 0u); // lane 0 comes first in the data order
+    let seg_n = subgroupAdd(c);
+    let e = x - seg_x;                    // this lane's first value within the segment
+    let b0 = rbit + seg_x * width;        // the segment's bits in the tile's stream: [b0, b0 + seg_n * width)
+    let wf = b0 >> 5u;
+    let wl = (b0 + seg_n * width - 1u) >> 5u;
+    let seg = r * (WG / sg_size) + sg_id;
+    if sg_lane == 0u {
+        edge_first[seg] = select(NO_WORD, wf, seg_n > 0u);
+        edge_last[seg] = wl;
+    }
+    let nw = select(0u, wl - wf + 1u, seg_n > 0u);
+    let iters = (nw + sg_size - 1u) / sg_size;
+    let nv = (31u + width) / width + 1u; // values that can overlap one word
+    let vmask = (1u << width) - 1u;
+    for (var it = 0u; it < iters; it++) {
+        let j = wf + it * sg_size + sg_lane;
+        let jb = j * 32u;
+        let live = j <= wl;
+        let v0 = select(0u, (jb - b0) / width, jb > b0);
+        var acc = 0u;
+        for (var sv = 0u; sv < nv; sv++) {
+            let v = v0 + sv;
+            let bit = b0 + v * width;
+            let take = live && v < seg_n && bit < jb + 32u;
+            // The lane that holds value v: the last lane whose first value is <= v.
+            var lo = 0u;
+            var elo = 0u;
+            for (var step = sg_size >> 1u; step > 0u; step >>= 1u) {
+                let ep = subgroupShuffle(e, lo + step);
+                if ep <= v {
+                    lo += step;
+                    elo = ep;
+                }
+            }
+            let m_o = subgroupShuffle(mr, lo);
+            let d0 = subgroupShuffle(vr.x, lo);
+            let d1 = subgroupShuffle(vr.y, lo);
+            let d2 = subgroupShuffle(vr.z, lo);
+            let d3 = subgroupShuffle(vr.w, lo);
+            if take {
+                let pos = select_bit(m_o, v - elo);
+                let wi = pos / EPW;
+                let dw = select(select(select(d0, d1, wi == 1u), d2, wi == 2u), d3, wi == 3u);
+                let val = (dw >> ((pos % EPW) * BITS)) & vmask;
+                acc |= select(val >> (jb - bit), val << (bit - jb), bit >= jb);
+            }
+        }
+        if live {
+            if j == wf {
+                edge_cf[seg] = acc;
+            } else if j == wl {
+                edge_cl[seg] = acc;
+            } else if fits {
+                put_val(out + j, acc);
+            }
+        }
+    }
+}
+
+// COMPACT = 1, after every round and a barrier: each shared word is written once, by the first segment
+// that touches it, OR-ing the bits of every segment that does.
+fn combine_edges(lid: u32, out: u32, fits: bool, sg_size: u32) {
+    let nseg = ROUNDS * (WG / sg_size);
+    if lid >= nseg || edge_first[lid] == NO_WORD || !fits {
+        return;
+    }
+    let f = edge_first[lid];
+    let l = edge_last[lid];
+    if l != f {
+        // Its last word: no earlier segment reaches it; later ones may start in it.
+        var acc = edge_cl[lid];
+        for (var k = lid + 1u; k < nseg; k++) {
+            let fk = edge_first[k];
+            if fk == NO_WORD {
+                continue;
+            }
+            if fk != l {
+                break;
+            }
+            acc |= edge_cf[k];
+        }
+        put_val(out + l, acc);
+    }
+    // Its first word, unless an earlier segment already ends in it.
+    var owner = true;
+    for (var k = lid; k > 0u; k--) {
+        if edge_first[k - 1u] == NO_WORD {
+            continue;
+        }
+        owner = edge_last[k - 1u] < f;
+        break;
+    }
+    if owner {
+        var acc = edge_cf[lid];
+        if l == f {
+            for (var k = lid + 1u; k < nseg; k++) {
+                let fk = edge_first[k];
+                if fk == NO_WORD {
+                    continue;
+                }
+                if fk != f {
+                    break;
+                }
+                acc |= edge_cf[k];
+            }
+        }
+        put_val(out + f, acc);
+    }
+}
+#endif
 
 // The vec4 `q` of tile `t`; the final partial tile is read word by word and zero-extended.
 fn load_vec(t: u32, q: u32) -> vec4<u32> {
@@ -470,6 +620,17 @@ fn compress(
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
     var rbit = 0u;
+#if SUBGROUP
+    if COMPACT == 1u {
+        for (var r = 0u; r < ROUNDS; r++) {
+            compact_round_shuffle(r, m[r], stored_vec(tile, r * WG + li), excl[r], rbit, width, out, fits, sg_id, sg_lane, sg_size);
+            rbit += totals[r] * width;
+        }
+        workgroupBarrier();
+        combine_edges(lid, out, fits, sg_size);
+        return;
+    }
+#endif
     for (var r = 0u; r < ROUNDS; r++) {
         let mr = m[r];
         // The input is read again here rather than kept in registers across the scan and look-back:

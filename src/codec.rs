@@ -50,6 +50,10 @@ pub struct CodecConfig {
     /// Look-back attempts before the decoupled fallback recomputes a stalled predecessor (default 64).
     /// Tests lower it to 1 to drive the fallback path hard.
     pub spin_limit: Option<u32>,
+    /// Kernel tuning constants, same syntax as `BITSPARSE_KERNEL_CONSTANTS` (which applies when this
+    /// is `None`), e.g. `compress.COMPACT=1`; validated when the pipelines are built
+    /// (`Error::InvalidArgument`). For A/B measurements and tests of experimental kernel paths.
+    pub kernel_constants: Option<String>,
 }
 
 /// Where the value streams of a compressed tensor lie inside its values section.
@@ -149,7 +153,7 @@ impl Codec {
         } else {
             Path::Portable
         };
-        let kernels = Kernels::new(device, path, config.spin_limit)?;
+        let kernels = Kernels::new(device, path, config.spin_limit, config.kernel_constants.clone())?;
         let mut max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         if let Some(b) = config.max_binding_bytes {
             max_binding = max_binding.min(b);

@@ -137,22 +137,27 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 
 /// Applies `BITSPARSE_KERNEL_CONSTANTS` (a tuning knob for A/B runs of one binary on one device, e.g.
 /// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) to the override constants of `kernel`.
-fn tuning_constants(kernel: &str, consts: &mut Vec<(String, f64)>) -> Result<()> {
-    match std::env::var("BITSPARSE_KERNEL_CONSTANTS") {
-        Ok(spec) => apply_tuning(&spec, kernel, consts),
-        Err(_) => Ok(()),
+/// A spec given in [`crate::CodecConfig::kernel_constants`] takes the place of the variable.
+fn tuning_constants(spec: Option<&str>, kernel: &str, consts: &mut Vec<(String, f64)>) -> Result<()> {
+    match spec {
+        Some(spec) => apply_tuning(spec, kernel, consts),
+        None => match std::env::var("BITSPARSE_KERNEL_CONSTANTS") {
+            Ok(spec) => apply_tuning(&spec, kernel, consts),
+            Err(_) => Ok(()),
+        },
     }
 }
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-const TUNABLE: [(&str, &str, f64, f64); 2] = [("compress", "SPIN_LIMIT", 1.0, 1e9), ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0)];
+const TUNABLE: [(&str, &str, f64, f64); 3] =
+    [("compress", "SPIN_LIMIT", 1.0, 1e9), ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0), ("compress", "COMPACT", 0.0, 1.0)];
 
 /// Parses `spec` (`kernel.NAME=value`, comma-separated) and applies its items for `kernel`. Unknown
 /// kernels or names, and values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
 fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(String, f64)>) -> Result<()> {
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let bad = |why: &str| Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: {why} in {item:?} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"));
+        let bad = |why: &str| Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: {why} in {item:?} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8, compress.COMPACT 0..=1)"));
         let (name, value) = item.split_once('=').ok_or_else(|| bad("no '='"))?;
         let (k, name) = name.trim().split_once('.').ok_or_else(|| bad("no kernel prefix"))?;
         let value: f64 = value.trim().parse().map_err(|_| bad("not a number"))?;
@@ -204,17 +209,18 @@ pub struct Kernels {
     pub path: Path,
     device: wgpu::Device,
     spin_limit: u32,
+    tuning: Option<String>,
     trusted: bool,
     cache: Mutex<HashMap<Variant, Arc<Built>>>,
 }
 
 impl Kernels {
     /// Builds the plain codec variants now (so errors surface at construction).
-    pub fn new(device: &wgpu::Device, path: Path, spin_limit: Option<u32>) -> Result<Kernels> {
+    pub fn new(device: &wgpu::Device, path: Path, spin_limit: Option<u32>, tuning: Option<String>) -> Result<Kernels> {
         if path == Path::Subgroup && !device.features().contains(wgpu::Features::SUBGROUP) {
             return Err(Error::Unsupported("the subgroup path needs Features::SUBGROUP".into()));
         }
-        let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), trusted: trusted_codec_kernels(), cache: Mutex::new(HashMap::new()) };
+        let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), tuning, trusted: trusted_codec_kernels(), cache: Mutex::new(HashMap::new()) };
         for compress in [true, false] {
             for bits8 in [false, true] {
                 k.get(Variant { compress, bits8, arena: false, fused: false, fp8: false })?;
@@ -285,7 +291,7 @@ impl Kernels {
         let built = if v.compress {
             let mut consts = vec![("SPIN_LIMIT".to_string(), self.spin_limit as f64), ("LOOKBACK_PER_LANE".to_string(), LOOKBACK_PER_LANE as f64)];
             consts.extend(self.scan_slots());
-            tuning_constants("compress", &mut consts)?;
+            tuning_constants(self.tuning.as_deref(), "compress", &mut consts)?;
             let consts: Vec<(&str, f64)> = consts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
             Built {
                 main: build_pipeline(device, "compress.wgsl", "compress", &defs, &layout, &consts, self.trusted),
@@ -295,7 +301,7 @@ impl Kernels {
         } else {
             let mut consts = Vec::new();
             consts.extend(self.scan_slots());
-            tuning_constants("decompress", &mut consts)?;
+            tuning_constants(self.tuning.as_deref(), "decompress", &mut consts)?;
             let consts: Vec<(&str, f64)> = consts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
             Built { main: build_pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &consts, self.trusted), finish: None, layout }
         };
@@ -331,6 +337,7 @@ mod tests {
             "compress.LOOKBACK_PER_LANE=2.5",
             "compress.SPIN_LIMIT=0",
             "compress.SCAN_SLOTS=4",
+            "compress.COMPACT=2",
             "decompress.SPIN_LIMIT=4",
             "compres.SPIN_LIMIT=4",
             "SPIN_LIMIT=4",

@@ -145,7 +145,12 @@ fn fused_case(ctx: &GpuContext, codec: &Codec, n: usize, act: Activation, sign_p
 #[test]
 fn fused_forward_backward_match_cpu() {
     let Some(ctx) = common::vulkan() else { return };
-    for codec in [Codec::new(&ctx.device).unwrap(), Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap()] {
+    let compact = CodecConfig { kernel_constants: Some("compress.COMPACT=1".into()), ..Default::default() };
+    for codec in [
+        Codec::new(&ctx.device).unwrap(),
+        Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),
+        Codec::with_config(&ctx.device, compact).unwrap(),
+    ] {
         for act in [Activation::Relu, Activation::Relu2] {
             for n in [1, 33, 4095, 4096, 4097, 5 * 4096 + 1001] {
                 fused_case(&ctx, &codec, n, act, false);

@@ -253,7 +253,12 @@ fn fp8_step(ctx: &GpuContext, arena: &Arena, chunked: bool, z: &[u8], g: &[u8], 
 }
 
 fn codecs(ctx: &GpuContext) -> Vec<Codec> {
-    vec![Codec::new(&ctx.device).unwrap(), Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap()]
+    vec![
+        Codec::new(&ctx.device).unwrap(),
+        Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),
+        // The experimental staging-free compaction (compress.COMPACT=1) with FP8 codes in 16-bit lanes.
+        Codec::with_config(&ctx.device, CodecConfig { kernel_constants: Some("compress.COMPACT=1".into()), ..Default::default() }).unwrap(),
+    ]
 }
 
 /// Step 1 of a fresh arena uses scale 1 (no amax yet); step 2 uses FP8_MAX / the amax step 1 recorded.

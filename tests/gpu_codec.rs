@@ -30,6 +30,14 @@ fn subgroup_codec(ctx: &GpuContext) -> Codec {
     codec
 }
 
+/// The experimental staging-free compaction (`compress.COMPACT=1`, subgroup path).
+fn compact_codec(ctx: &GpuContext) -> Codec {
+    let cfg = CodecConfig { kernel_constants: Some("compress.COMPACT=1".into()), ..Default::default() };
+    let codec = Codec::with_config(&ctx.device, cfg).expect("codec");
+    assert_eq!(codec.path(), Path::Subgroup);
+    codec
+}
+
 fn portable_codec(ctx: &GpuContext) -> Codec {
     Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).expect("codec")
 }
@@ -54,6 +62,10 @@ matrix_tests! {
     matrix_f16_portable: DType::F16, portable_codec;
     matrix_e4m3_portable: DType::E4m3, portable_codec;
     matrix_e5m2_portable: DType::E5m2, portable_codec;
+    matrix_bf16_compact: DType::Bf16, compact_codec;
+    matrix_f16_compact: DType::F16, compact_codec;
+    matrix_e4m3_compact: DType::E4m3, compact_codec;
+    matrix_e5m2_compact: DType::E5m2, compact_codec;
 }
 
 /// Special bit patterns: −0.0, NaN payloads, infinities, subnormals, all-ones, and their neighbours.
@@ -167,5 +179,27 @@ fn many_tiles_one_dispatch_bit_exact() {
         assert!(got == want, "{:?}: GPU stream of 3072 tiles differs from the CPU reference", codec.path());
         let back = host::decompress_to_vec(&codec, &ctx.device, &ctx.queue, &want).unwrap();
         assert!(back == d, "{:?}: decode of 3072 tiles differs", codec.path());
+    }
+}
+
+/// The staging-free compaction across many tiles in one dispatch (shared edge words between segments
+/// of every size, incl. empty ones at low density), and a tuning spec the shaders cannot take is a
+/// typed error at construction.
+#[test]
+fn compact_many_tiles_and_bad_spec() {
+    let Some(ctx) = common::vulkan() else { return };
+    let codec = compact_codec(&ctx);
+    for (rho, dtype) in [(0.003, DType::Bf16), (0.7, DType::Bf16), (0.05, DType::E4m3)] {
+        let d = cpu::synthetic_relu2(300 * 4096 + 11, rho, dtype, 5);
+        for sign_pack in [false, true] {
+            let opts = Options { sign_pack };
+            let want = cpu::compress(&d, dtype, opts).unwrap();
+            let got = host::compress_to_vec(&codec, &ctx.device, &ctx.queue, &d, dtype, opts).unwrap();
+            assert!(got == want, "{dtype:?} rho={rho} sign_pack={sign_pack}: staging-free stream differs from the CPU reference");
+        }
+    }
+    for bad in ["compress.COMPACT=2", "compress.NOPE=1", "decompress.COMPACT=1"] {
+        let r = Codec::with_config(&ctx.device, CodecConfig { kernel_constants: Some(bad.into()), ..Default::default() });
+        assert!(matches!(r, Err(bitsparse::Error::InvalidArgument(_))), "{bad:?} was accepted");
     }
 }
