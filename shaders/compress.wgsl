@@ -223,7 +223,9 @@ fn compact_round_shuffle(r: u32, mr: u32, vr: vec4<u32>, x: u32, rbit: u32, widt
     }
     let nw = select(0u, wl - wf + 1u, seg_n > 0u);
     let iters = (nw + sg_size - 1u) / sg_size;
-    let nv = (31u + width) / width + 1u; // values that can overlap one word
+    // Values that can overlap one word: 32 / width when width divides 32 (values then never straddle
+    // words), else ceil((31 + width) / width).
+    let nv = select((30u + 2u * width) / width, 32u / width, 32u % width == 0u);
     let vmask = (1u << width) - 1u;
     for (var it = 0u; it < iters; it++) {
         let j = wf + it * sg_size + sg_lane;
