@@ -4,55 +4,17 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::process::Output;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bitsparse");
+use common::cli::{assert_error, assert_ok, command as cmd, gl_available, s, stderr, vulkan_available};
 
 /// A fresh directory for one test.
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bitsparse-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// The binary with a clean adapter environment (the tests pass flags or set variables explicitly).
-fn cmd() -> Command {
-    let mut c = Command::new(BIN);
-    c.env_remove("WGPU_ADAPTER_NAME").env_remove("WGPU_BACKEND").env_remove("BITSPARSE_TEST_PANIC");
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        c.env("XDG_RUNTIME_DIR", "/tmp");
-    }
-    c
+    common::cli::scratch("cli", name)
 }
 
 fn run(args: &[&str]) -> Output {
     cmd().args(args).output().expect("spawn bitsparse")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn assert_ok(o: &Output, what: &str) {
-    assert_eq!(o.status.code(), Some(0), "{what}: expected success, stderr:\n{}", stderr(o));
-}
-
-/// Exit 1, exactly one `error: ` line mentioning every string of `mentions`, no panic text.
-fn assert_error(o: &Output, mentions: &[&str], what: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "{what}: expected exit 1, stderr:\n{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
-    assert_eq!(lines.len(), 1, "{what}: expected one `error: ` line, stderr:\n{err}");
-    for m in mentions {
-        assert!(lines[0].contains(m), "{what}: error line does not mention `{m}`: {}", lines[0]);
-    }
-    assert!(!err.contains("panicked"), "{what}: panic text on stderr:\n{err}");
 }
 
 /// Files in `dir` (to prove no temporary file was left behind).
@@ -61,17 +23,6 @@ fn listing(dir: &Path) -> Vec<String> {
         std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     v.sort();
     v
-}
-
-/// Whether lavapipe (Vulkan) is usable; in CI a missing backend fails the test instead.
-fn vulkan_available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| common::vulkan().is_some())
-}
-
-fn gl_available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| common::gl().is_some())
 }
 
 /// Deterministic test data: `n` elements of `elem_bytes` bytes, about `density` of them nonzero with

@@ -6,65 +6,22 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::path::PathBuf;
+use std::process::Output;
 
 use bitsparse::files::{npy, safetensors};
+use common::cli::{assert_error_quiet as assert_error, assert_ok, command, json, s, stderr, vulkan_available};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bitsparse");
 const DUMP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/demos/data/activations_small.safetensors");
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bitsparse-analyze-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::cli::scratch("analyze", name)
 }
 
+// lavapipe: the adapter every test machine has (CI installs it).
 fn run(args: &[&str]) -> Output {
-    let mut c = Command::new(BIN);
-    c.env_remove("WGPU_ADAPTER_NAME").env_remove("WGPU_BACKEND").env_remove("BITSPARSE_TEST_PANIC");
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        c.env("XDG_RUNTIME_DIR", "/tmp");
-    }
-    // lavapipe: the adapter every test machine has (CI installs it).
-    c.args(["--backend", "vulkan"]).args(args).output().expect("spawn bitsparse")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn assert_ok(o: &Output, what: &str) {
-    assert_eq!(o.status.code(), Some(0), "{what}: expected success, stderr:\n{}", stderr(o));
-}
-
-fn assert_error(o: &Output, mentions: &[&str], what: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "{what}: expected exit 1, stderr:\n{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
-    assert_eq!(lines.len(), 1, "{what}: expected one `error: ` line, stderr:\n{err}");
-    for m in mentions {
-        assert!(lines[0].contains(m), "{what}: error line does not mention `{m}`: {}", lines[0]);
-    }
-    assert!(!err.contains("panicked") && !err.contains("internal"), "{what}: panic on stderr:\n{err}");
-    assert!(o.stdout.is_empty(), "{what}: stdout not empty on error");
-}
-
-fn json(o: &Output, what: &str) -> Value {
-    assert_ok(o, what);
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{what}: stdout is not one JSON document: {e}"))
-}
-
-fn vulkan_available() -> bool {
-    static A: OnceLock<bool> = OnceLock::new();
-    *A.get_or_init(|| common::vulkan().is_some())
+    command().args(["--backend", "vulkan"]).args(args).output().expect("spawn bitsparse")
 }
 
 fn tensor<'a>(v: &'a Value, name: &str) -> &'a Value {

@@ -4,20 +4,14 @@
 
 mod common;
 
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_bitsparse");
+use std::process::Output;
 
 fn run(args: &[&str]) -> Output {
-    let mut c = Command::new(BIN);
-    c.env_remove("WGPU_ADAPTER_NAME").env_remove("WGPU_BACKEND");
+    let mut c = common::cli::command();
     for (k, _) in std::env::vars() {
         if k.starts_with("BITSPARSE_BENCH_") {
             c.env_remove(k);
         }
-    }
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        c.env("XDG_RUNTIME_DIR", "/tmp");
     }
     c.args(args).output().expect("spawn bitsparse")
 }

@@ -4,25 +4,16 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use bitsparse::conformance::{self, Case, Data, Status, SuiteOptions, Variant};
 use bitsparse::{DType, Path};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bitsparse");
+use common::cli::stderr;
 
 fn run(args: &[&str]) -> Output {
-    let mut c = Command::new(BIN);
-    c.env_remove("WGPU_ADAPTER_NAME").env_remove("WGPU_BACKEND");
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        c.env("XDG_RUNTIME_DIR", "/tmp");
-    }
-    c.args(args).output().expect("spawn bitsparse")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    common::cli::command().args(args).output().expect("spawn bitsparse")
 }
 
 #[test]
