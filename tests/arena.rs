@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{buf, canary};
+use common::{buf, canary, read};
 
 use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, Slot};
 use bitsparse::context::GpuContext;
@@ -13,40 +13,14 @@ use bitsparse::update::GatedSgd;
 use bitsparse::{cpu, sync, BufferRange, Codec, CodecConfig, DType, Error, Options};
 use wgpu::util::DeviceExt;
 
-fn read(ctx: &GpuContext, b: &wgpu::Buffer, len: u64) -> Vec<u8> {
-    sync::read_buffer(&ctx.device, &ctx.queue, b, 0, len).expect("readback")
-}
-
 fn submit(ctx: &GpuContext, enc: wgpu::CommandEncoder) {
     sync::submit(&ctx.queue, [enc.finish()]);
 }
 
-/// Pre-activations with negatives, -0.0, NaNs of both signs and infinities, kept away from the range
-/// where r² or 2·r·g would be an f32 subnormal (GPUs may flush those; see docs/FUSED.md).
+/// Pre-activations with negatives, -0.0, NaNs of both signs and infinities; exponents in [100, 150]
+/// keep r² and 2·r·g normal in f32 and finite in bf16 (GPUs may flush subnormals; docs/FUSED.md).
 fn preact(n: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    let mut out = Vec::with_capacity(n * 2);
-    for i in 0..n {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        let v: u16 = match i % 97 {
-            0 => 0x8000,
-            1 => 0x7fc1,
-            2 => 0xffc1,
-            3 => 0x7f80,
-            4 => 0xff80,
-            _ => {
-                // Exponent in [100, 150]: squares stay normal in f32 and finite in bf16.
-                let sign = (s & 1) as u16;
-                let exp = 100 + ((s >> 8) % 51) as u16;
-                let man = ((s >> 20) & 0x7f) as u16;
-                if (s >> 40) % 5 < 3 { 0 } else { sign << 15 | exp << 7 | man }
-            }
-        };
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out
+    common::preact(n, seed, 100, 51, true)
 }
 
 fn arena(_ctx: &GpuContext, codec: &Codec, bytes: u64) -> Arena {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{buf, canary};
+use common::{buf, canary, read_at};
 
 use bitsparse::arena::{Arena, ArenaConfig, Fp8Scale, Slot};
 use bitsparse::context::GpuContext;
@@ -159,36 +159,11 @@ fn fp8_dequantize_and_delayed_scale_are_correctly_rounded() {
 
 // ---------------------------------------------------------------- GPU
 
-fn read(ctx: &GpuContext, b: &wgpu::Buffer, off: u64, len: u64) -> Vec<u8> {
-    sync::read_buffer(&ctx.device, &ctx.queue, b, off, len).expect("readback")
-}
-
 /// Pre-activations: negatives, -0.0, NaNs of both signs, values over a wide exponent range (some whose
-/// scaled value rounds to FP8 zero), times `mag`; `inf` adds infinities. Exponents keep r², 2·r·g
+/// scaled value rounds to FP8 zero), times 2^`mag`; `inf` adds infinities. Exponents keep r², 2·r·g
 /// normal in f32 (docs/FUSED.md).
 fn preact(n: usize, seed: u64, mag: u16, inf: bool) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    let mut out = Vec::with_capacity(n * 2);
-    for i in 0..n {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        let v: u16 = match i % 97 {
-            0 => 0x8000,
-            1 => 0x7fc1,
-            2 => 0xffc1,
-            3 if inf => 0x7f80,
-            4 if inf => 0xff80,
-            _ => {
-                let sign = (s & 1) as u16;
-                let exp = 105 + mag + ((s >> 8) % 30) as u16;
-                let man = ((s >> 20) & 0x7f) as u16;
-                if (s >> 40) % 5 < 3 { 0 } else { sign << 15 | exp << 7 | man }
-            }
-        };
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out
+    common::preact(n, seed, 105 + mag, 30, inf)
 }
 
 struct Step {
@@ -227,13 +202,13 @@ fn fp8_step(ctx: &GpuContext, arena: &Arena, chunked: bool, z: &[u8], g: &[u8], 
     let (amax_gpu, scale_gpu) = arena.read_fp8(&ctx.queue, &slot).unwrap();
     assert_eq!(scale_gpu.to_bits(), scale_expected.to_bits(), "{what}: scale used");
     assert_eq!(amax_gpu.to_bits(), amax, "{what}: amax recorded");
-    assert!(read(ctx, &ab, 0, bytes) == a_ref, "{what}: dense a differs from cpu::act::forward");
-    assert!(read(ctx, &qb, 0, n as u64) == q_ref, "{what}: decompressed q differs from the CPU quantization");
-    assert!(read(ctx, &dzb, 0, bytes) == dz_ref, "{what}: fused backward dL/dz differs from the CPU reference on r'");
-    assert!(read(ctx, &a2b, 0, bytes) == a2_ref, "{what}: fused backward a differs from the CPU reference on r'");
+    assert!(read_at(ctx, &ab, 0, bytes) == a_ref, "{what}: dense a differs from cpu::act::forward");
+    assert!(read_at(ctx, &qb, 0, n as u64) == q_ref, "{what}: decompressed q differs from the CPU quantization");
+    assert!(read_at(ctx, &dzb, 0, bytes) == dz_ref, "{what}: fused backward dL/dz differs from the CPU reference on r'");
+    assert!(read_at(ctx, &a2b, 0, bytes) == a2_ref, "{what}: fused backward a differs from the CPU reference on r'");
     // The stream: exactly cpu::compress(q) with the header's AMAX / SCALE words filled in.
     let (_, used) = arena.read_slot(&ctx.queue, &slot).unwrap();
-    let stream = read(ctx, arena.buffer(), 0, used);
+    let stream = read_at(ctx, arena.buffer(), 0, used);
     // The stream is an ordinary e4m3/e5m2 tensor: the CPU codec decodes it to q.
     assert!(cpu::decompress(&stream).unwrap() == q_ref, "{what}: stream does not decode to q");
     if chunked {
@@ -425,8 +400,8 @@ fn arena_overflow_fp8_writes_nothing() {
     arena.fused_backward(&mut enc, &slot, Activation::Relu2, BufferRange::new(&zb, 0, bytes), BufferRange::new(&dzb, 0, bytes), None).unwrap();
     sync::submit(&ctx.queue, [enc.finish()]);
     assert!(matches!(arena.read_status(&ctx.queue).unwrap().check(), Err(Error::ArenaOverflow { .. })));
-    assert_eq!(read(&ctx, &qb, 0, n as u64), vec![0xA5u8; n], "overflowed decompress wrote");
-    assert_eq!(read(&ctx, &dzb, 0, bytes), vec![0xA5u8; 2 * n], "overflowed fused backward wrote");
+    assert_eq!(read_at(&ctx, &qb, 0, n as u64), vec![0xA5u8; n], "overflowed decompress wrote");
+    assert_eq!(read_at(&ctx, &dzb, 0, bytes), vec![0xA5u8; 2 * n], "overflowed fused backward wrote");
     // The dense a of an overflowed forward is not guaranteed (as with the lossless fused forward, tiles
     // that start after the overflow was flagged write nothing): the step is re-run after growing.
     let _ = &ab;

@@ -88,3 +88,42 @@ pub fn buf(ctx: &GpuContext, data: &[u8]) -> wgpu::Buffer {
 pub fn canary(ctx: &GpuContext, bytes: u64) -> wgpu::Buffer {
     buf(ctx, &vec![0xA5u8; bytes as usize])
 }
+
+/// Reads `len` bytes at `offset` of `b` back to the host (a counted host sync).
+pub fn read_at(ctx: &GpuContext, b: &wgpu::Buffer, offset: u64, len: u64) -> Vec<u8> {
+    bitsparse::sync::read_buffer(&ctx.device, &ctx.queue, b, offset, len).expect("readback")
+}
+
+/// Reads the first `len` bytes of `b`.
+pub fn read(ctx: &GpuContext, b: &wgpu::Buffer, len: u64) -> Vec<u8> {
+    read_at(ctx, b, 0, len)
+}
+
+/// BF16 pre-activations for the fused-kernel tests: every 97th element in turn −0.0, a NaN of each
+/// sign and (with `inf`) +∞ and −∞; of the rest about 60 % zeros, and values of either sign with a
+/// biased exponent in `exp_min .. exp_min + exp_span`. The callers keep that range where r² and 2·r·g
+/// stay normal in f32 (GPUs may flush subnormals; docs/FUSED.md).
+pub fn preact(n: usize, seed: u64, exp_min: u16, exp_span: u64, inf: bool) -> Vec<u8> {
+    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    let mut out = Vec::with_capacity(n * 2);
+    for i in 0..n {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        let v: u16 = match i % 97 {
+            0 => 0x8000,
+            1 => 0x7fc1,
+            2 => 0xffc1,
+            3 if inf => 0x7f80,
+            4 if inf => 0xff80,
+            _ => {
+                let sign = (s & 1) as u16;
+                let exp = exp_min + ((s >> 8) % exp_span) as u16;
+                let man = ((s >> 20) & 0x7f) as u16;
+                if (s >> 40) % 5 < 3 { 0 } else { sign << 15 | exp << 7 | man }
+            }
+        };
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
