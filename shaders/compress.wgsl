@@ -272,6 +272,22 @@ fn compact_round_shuffle(r: u32, mr: u32, vr: vec4<u32>, x: u32, rbit: u32, widt
     }
 }
 
+// COMPACT = 1: the bits the segments after `seg` put into word `w` (they start in it).
+fn edge_bits_after(seg: u32, w: u32, nseg: u32) -> u32 {
+    var acc = 0u;
+    for (var k = seg + 1u; k < nseg; k++) {
+        let fk = edge_first[k];
+        if fk == NO_WORD {
+            continue;
+        }
+        if fk != w {
+            break;
+        }
+        acc |= edge_cf[k];
+    }
+    return acc;
+}
+
 // COMPACT = 1, after every round and a barrier: each shared word is written once, by the first segment
 // that touches it, OR-ing the bits of every segment that does.
 fn combine_edges(lid: u32, out: u32, fits: bool, sg_size: u32) {
@@ -283,18 +299,7 @@ fn combine_edges(lid: u32, out: u32, fits: bool, sg_size: u32) {
     let l = edge_last[lid];
     if l != f {
         // Its last word: no earlier segment reaches it; later ones may start in it.
-        var acc = edge_cl[lid];
-        for (var k = lid + 1u; k < nseg; k++) {
-            let fk = edge_first[k];
-            if fk == NO_WORD {
-                continue;
-            }
-            if fk != l {
-                break;
-            }
-            acc |= edge_cf[k];
-        }
-        put_val(out + l, acc);
+        put_val(out + l, edge_cl[lid] | edge_bits_after(lid, l, nseg));
     }
     // Its first word, unless an earlier segment already ends in it.
     var owner = true;
@@ -306,20 +311,7 @@ fn combine_edges(lid: u32, out: u32, fits: bool, sg_size: u32) {
         break;
     }
     if owner {
-        var acc = edge_cf[lid];
-        if l == f {
-            for (var k = lid + 1u; k < nseg; k++) {
-                let fk = edge_first[k];
-                if fk == NO_WORD {
-                    continue;
-                }
-                if fk != f {
-                    break;
-                }
-                acc |= edge_cf[k];
-            }
-        }
-        put_val(out + f, acc);
+        put_val(out + f, edge_cf[lid] | edge_bits_after(lid, f, nseg));
     }
 }
 #endif
