@@ -138,7 +138,7 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 /// Applies `BITSPARSE_KERNEL_CONSTANTS` (a tuning knob for A/B runs of one binary on one device, e.g.
 /// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) to the override constants of `kernel`.
 /// A spec given in [`crate::CodecConfig::kernel_constants`] takes the place of the variable.
-fn tuning_constants(spec: Option<&str>, kernel: &str, consts: &mut Vec<(String, f64)>) -> Result<()> {
+fn tuning_constants(spec: Option<&str>, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
     match spec {
         Some(spec) => apply_tuning(spec, kernel, consts),
         None => match std::env::var("BITSPARSE_KERNEL_CONSTANTS") {
@@ -155,21 +155,21 @@ const TUNABLE: [(&str, &str, f64, f64); 3] =
 
 /// Parses `spec` (`kernel.NAME=value`, comma-separated) and applies its items for `kernel`. Unknown
 /// kernels or names, and values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
-fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(String, f64)>) -> Result<()> {
+fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let bad = |why: &str| Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: {why} in {item:?} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8, compress.COMPACT 0..=1)"));
         let (name, value) = item.split_once('=').ok_or_else(|| bad("no '='"))?;
         let (k, name) = name.trim().split_once('.').ok_or_else(|| bad("no kernel prefix"))?;
         let value: f64 = value.trim().parse().map_err(|_| bad("not a number"))?;
-        let Some(&(_, _, lo, hi)) = TUNABLE.iter().find(|(tk, tn, _, _)| *tk == k && *tn == name) else {
+        let Some(&(_, tn, lo, hi)) = TUNABLE.iter().find(|(tk, tn, _, _)| *tk == k && *tn == name) else {
             return Err(bad("not a tunable constant"));
         };
         if !(lo..=hi).contains(&value) || value.fract() != 0.0 {
             return Err(bad("value out of range"));
         }
         if k == kernel {
-            consts.retain(|(n, _)| n != name);
-            consts.push((name.to_string(), value));
+            consts.retain(|(n, _)| *n != tn);
+            consts.push((tn, value));
         }
     }
     Ok(())
@@ -240,13 +240,22 @@ impl Kernels {
         Ok(b)
     }
 
-    /// `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path: one slot per subgroup of the smallest size
-    /// the adapter reports, so the workgroup array is no larger than needed.
-    fn scan_slots(&self) -> Option<(String, f64)> {
-        (self.path == Path::Subgroup).then(|| {
+    /// The override constants of `kernel` ("compress" or "decompress"): the spin limit and look-back
+    /// window of compress, `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path (one slot per subgroup of
+    /// the smallest size the adapter reports, so the workgroup array is no larger than needed), then
+    /// the tuning spec.
+    fn constants(&self, kernel: &str) -> Result<Vec<(&'static str, f64)>> {
+        let mut c = Vec::new();
+        if kernel == "compress" {
+            c.push(("SPIN_LIMIT", self.spin_limit as f64));
+            c.push(("LOOKBACK_PER_LANE", LOOKBACK_PER_LANE as f64));
+        }
+        if self.path == Path::Subgroup {
             let min = self.device.adapter_info().subgroup_min_size.clamp(4, 128);
-            ("SCAN_SLOTS".to_string(), (128 / min) as f64)
-        })
+            c.push(("SCAN_SLOTS", (128 / min) as f64));
+        }
+        tuning_constants(self.tuning.as_deref(), kernel, &mut c)?;
+        Ok(c)
     }
 
     fn build(&self, v: Variant) -> Result<Built> {
@@ -289,20 +298,14 @@ impl Kernels {
             }
         }
         let built = if v.compress {
-            let mut consts = vec![("SPIN_LIMIT".to_string(), self.spin_limit as f64), ("LOOKBACK_PER_LANE".to_string(), LOOKBACK_PER_LANE as f64)];
-            consts.extend(self.scan_slots());
-            tuning_constants(self.tuning.as_deref(), "compress", &mut consts)?;
-            let consts: Vec<(&str, f64)> = consts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            let consts = self.constants("compress")?;
             Built {
                 main: build_pipeline(device, "compress.wgsl", "compress", &defs, &layout, &consts, self.trusted),
                 finish: Some(build_pipeline(device, "compress.wgsl", "finish", &defs, &layout, &[], self.trusted)),
                 layout,
             }
         } else {
-            let mut consts = Vec::new();
-            consts.extend(self.scan_slots());
-            tuning_constants(self.tuning.as_deref(), "decompress", &mut consts)?;
-            let consts: Vec<(&str, f64)> = consts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            let consts = self.constants("decompress")?;
             Built { main: build_pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &consts, self.trusted), finish: None, layout }
         };
         if let Some(e) = pollster::block_on(scope.pop()) {
@@ -318,10 +321,10 @@ mod tests {
 
     #[test]
     fn tuning_spec_applies_to_its_kernel_only() {
-        let mut c = vec![("SPIN_LIMIT".to_string(), 64.0), ("LOOKBACK_PER_LANE".to_string(), 1.0)];
+        let mut c = vec![("SPIN_LIMIT", 64.0), ("LOOKBACK_PER_LANE", 1.0)];
         apply_tuning(" compress.LOOKBACK_PER_LANE = 4 ,compress.SPIN_LIMIT=16", "compress", &mut c).unwrap();
         c.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(c, vec![("LOOKBACK_PER_LANE".to_string(), 4.0), ("SPIN_LIMIT".to_string(), 16.0)]);
+        assert_eq!(c, vec![("LOOKBACK_PER_LANE", 4.0), ("SPIN_LIMIT", 16.0)]);
         let mut d = Vec::new();
         apply_tuning("compress.LOOKBACK_PER_LANE=4", "decompress", &mut d).unwrap();
         assert!(d.is_empty());
