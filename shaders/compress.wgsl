@@ -150,6 +150,8 @@ const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_tile: u32;
+// Experiment switch (BITSPARSE_KERNEL_CONSTANTS=compress.SPEC=1): see the ticket in `compress`.
+override SPEC: u32 = 0u;
 // Look-back result: `state` 0 done (then `prefix` is the tile's exclusive prefix), else 1 + the tile
 // that needs the fallback. One struct so one uniform load (two barriers) publishes both.
 struct LookOut {
@@ -363,6 +365,8 @@ fn valid_bits(t: u32, q: u32) -> u32 {
 @compute @workgroup_size(128)
 fn compress(
     @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
 #if SUBGROUP
     @builtin(subgroup_id) sg_id: u32,
     @builtin(subgroup_invocation_id) sg_lane: u32,
@@ -404,10 +408,20 @@ fn compress(
         atomicStore(&stage[i], 0u);
     }
     atomicStore(&wg_mask[lid], 0u);
+    // SPEC = 1 (experiment): the tile this workgroup's id names is loaded while the ticket comes back,
+    // since on most GPUs workgroups start in id order and get that ticket; another ticket reloads.
+    let guess = wid.y * nwg.x + wid.x;
+    var held: array<vec4<u32>, ROUNDS>;
+    if SPEC == 1u && guess < p.tiles {
+        for (var r = 0u; r < ROUNDS; r++) {
+            held[r] = load_vec(guess, r * WG + li);
+        }
+    }
     let tile = workgroupUniformLoad(&wg_tile);
     if tile >= p.tiles {
         return;
     }
+    let use_held = SPEC == 1u && tile == guess;
 
     // Read the tile for its mask and counts (the compaction below reads it again, from the cache).
     // Rounds and elements are indexed by loop counters with constant trip counts only (no
@@ -419,7 +433,12 @@ fn compress(
 #endif
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        var x = load_vec(tile, q);
+        var x: vec4<u32>;
+        if use_held {
+            x = held[r];
+        } else {
+            x = load_vec(tile, q);
+        }
 #if FUSED_FWD
         x = relu_vec(x);
         let a = act_vec(x, p.act);

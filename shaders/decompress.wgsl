@@ -41,6 +41,8 @@ var<private> base: u32;
 fn get_head(i: u32) -> u32 { return arena[base + i]; }
 fn get_mask(i: u32) -> u32 { return arena[base + i]; }
 fn get_val(i: u32) -> u32 { return arena[base + i]; }
+// The largest `i` that `get_val` may read.
+fn val_limit() -> u32 { return arrayLength(&arena) - 1u - base; }
 #else
 @group(0) @binding(0) var<storage, read> head: array<u32>;
 @group(0) @binding(1) var<storage, read> mask_in: array<u32>;
@@ -48,6 +50,8 @@ fn get_val(i: u32) -> u32 { return arena[base + i]; }
 fn get_head(i: u32) -> u32 { return head[i]; }
 fn get_mask(i: u32) -> u32 { return mask_in[i]; }
 fn get_val(i: u32) -> u32 { return vals_in[i]; }
+// The largest `i` that `get_val` may read.
+fn val_limit() -> u32 { return arrayLength(&vals_in) - 1u; }
 #endif
 
 #if FUSED_BWD
@@ -102,6 +106,20 @@ const STORE_BITS: u32 = BITS;
 // Word offset (in `vals_in` / the arena) of this workgroup's tile stream.
 var<private> stream_base: u32;
 
+// Deposits the values packed from bit 0 of `x` (`width` bits each) into the elements of a word that
+// `bits` selects, in order; the other elements are zero.
+fn take_values(bits: u32, x_in: u32, width: u32) -> u32 {
+    let vmask = (1u << width) - 1u;
+    var x = x_in;
+    var w = 0u;
+    for (var e = 0u; e < EPW; e++) {
+        let take = ((bits >> e) & 1u) != 0u;
+        w |= select(0u, (x & vmask) << (e * BITS), take);
+        x = select(x, x >> width, take);
+    }
+    return w;
+}
+
 // The word whose elements `bits` selects, taken in order from the tile's stream at value index `*k`.
 // The selected values (at most EPW, at most 32 bits together) lie in at most two stream words, read
 // straight from the stream: neighbouring threads read neighbouring words, so the loads coalesce and
@@ -121,14 +139,37 @@ fn decode_word(bits: u32, k: ptr<function, u32>, width: u32) -> u32 {
         x |= get_val(wi + 1u) << (32u - sh);
     }
     *k += c;
-    let vmask = (1u << width) - 1u;
-    var w = 0u;
-    for (var e = 0u; e < EPW; e++) {
-        let take = ((bits >> e) & 1u) != 0u;
-        w |= select(0u, (x & vmask) << (e * BITS), take);
-        x = select(x, x >> width, take);
-    }
-    return w;
+    return take_values(bits, x, width);
+}
+
+// BATCH = 1 (experiment): the two stream words of each of a round's four output words are loaded
+// unconditionally, all eight before any is used, so a round costs one memory latency instead of up
+// to eight dependent ones behind branches. BATCH = 2: every round's loads are issued before any round
+// is decoded. Indices are clamped to the binding (words past a tile's stream are read, never used).
+override BATCH: u32 = 0u;
+
+// The four words of selection bits of a round's mask bits `mr`.
+fn word_bits(mr: u32) -> vec4<u32> {
+    return vec4<u32>(mr, mr >> EPW, mr >> (2u * EPW), mr >> (3u * EPW)) & vec4<u32>(WORD_BITS_MASK);
+}
+
+// For each of a round's output words: its values, packed from bit 0 (the stream bits from its first
+// value on); `k0` is the round's first value index for this thread.
+fn gather_vec(mr: u32, k0: u32, width: u32) -> vec4<u32> {
+    let c = countOneBits(word_bits(mr));
+    let k = vec4<u32>(k0, k0 + c.x, k0 + c.x + c.y, k0 + c.x + c.y + c.z);
+    let pos = k * width;
+    let wi = vec4<u32>(stream_base) + (pos >> vec4<u32>(5u));
+    let sh = pos & vec4<u32>(31u);
+    let lim = val_limit();
+    let lo = vec4<u32>(get_val(min(wi.x, lim)), get_val(min(wi.y, lim)), get_val(min(wi.z, lim)), get_val(min(wi.w, lim)));
+    let hi = vec4<u32>(get_val(min(wi.x + 1u, lim)), get_val(min(wi.y + 1u, lim)), get_val(min(wi.z + 1u, lim)), get_val(min(wi.w + 1u, lim)));
+    return (lo >> sh) | select(vec4<u32>(0u), hi << (vec4<u32>(32u) - sh), sh != vec4<u32>(0u));
+}
+
+fn deposit_vec(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
+    let b = word_bits(mr);
+    return vec4<u32>(take_values(b.x, x.x, width), take_values(b.y, x.y, width), take_values(b.z, x.z, width), take_values(b.w, x.w, width));
 }
 
 @compute @workgroup_size(128)
@@ -196,15 +237,28 @@ fn decompress(
     let s = wg_scan(counts, li, sg_lane, sg_size);
 
     let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
+    var xs: array<vec4<u32>, ROUNDS>;
+    if BATCH == 2u {
+        for (var r = 0u; r < ROUNDS; r++) {
+            xs[r] = gather_vec(m[r], starts[r], width);
+        }
+    }
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
         var k = starts[r];
         let mr = m[r];
-        let w0 = decode_word(mr & WORD_BITS_MASK, &k, width);
-        let w1 = decode_word((mr >> EPW) & WORD_BITS_MASK, &k, width);
-        let w2 = decode_word((mr >> (2u * EPW)) & WORD_BITS_MASK, &k, width);
-        let w3 = decode_word((mr >> (3u * EPW)) & WORD_BITS_MASK, &k, width);
-        var v = vec4<u32>(w0, w1, w2, w3);
+        var v: vec4<u32>;
+        if BATCH == 2u {
+            v = deposit_vec(mr, xs[r], width);
+        } else if BATCH == 1u {
+            v = deposit_vec(mr, gather_vec(mr, k, width), width);
+        } else {
+            let w0 = decode_word(mr & WORD_BITS_MASK, &k, width);
+            let w1 = decode_word((mr >> EPW) & WORD_BITS_MASK, &k, width);
+            let w2 = decode_word((mr >> (2u * EPW)) & WORD_BITS_MASK, &k, width);
+            let w3 = decode_word((mr >> (3u * EPW)) & WORD_BITS_MASK, &k, width);
+            v = vec4<u32>(w0, w1, w2, w3);
+        }
 #if FP8_STORE
         v = fp8_lut_vec(v);
 #endif

@@ -119,7 +119,7 @@ fn fused_case(ctx: &GpuContext, codec: &Codec, n: usize, act: Activation, sign_p
 #[test]
 fn fused_forward_backward_match_cpu() {
     let Some(ctx) = common::vulkan() else { return };
-    let compact = CodecConfig { kernel_constants: Some("compress.COMPACT=1".into()), ..Default::default() };
+    let compact = CodecConfig { kernel_constants: Some("compress.COMPACT=1,compress.SPEC=1,decompress.BATCH=1".into()), ..Default::default() };
     for codec in [
         Codec::new(&ctx.device).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),

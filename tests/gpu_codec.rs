@@ -30,9 +30,10 @@ fn subgroup_codec(ctx: &GpuContext) -> Codec {
     codec
 }
 
-/// The experimental staging-free compaction (`compress.COMPACT=1`, subgroup path).
+/// The experimental kernels: staging-free compaction (`compress.COMPACT=1`, subgroup path) and the
+/// batched value loads of the decompress (`decompress.BATCH=1`).
 fn compact_codec(ctx: &GpuContext) -> Codec {
-    let cfg = CodecConfig { kernel_constants: Some("compress.COMPACT=1".into()), ..Default::default() };
+    let cfg = CodecConfig { kernel_constants: Some("compress.COMPACT=1,compress.SPEC=1,decompress.BATCH=1".into()), ..Default::default() };
     let codec = Codec::with_config(&ctx.device, cfg).expect("codec");
     assert_eq!(codec.path(), Path::Subgroup);
     codec
