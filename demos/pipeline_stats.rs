@@ -7,8 +7,11 @@
 //! WGSL the codec builds, with naga as wgpu does on Vulkan, and asks the driver directly through `ash`.
 //!
 //! ```text
-//! pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--compile-only]
+//! pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--compile-only]
 //! ```
+//! `--constants` adds override constants to the pipelines of the named entry point, in the syntax of
+//! `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.COMPACT=1,decompress.BATCH=2,compress.SCAN_SLOTS=4`), so
+//! the statistics of an experiment's variant can be read before it is timed.
 //! `--compile-only` builds every pipeline without asking for statistics: a check of the SPIR-V and layouts on
 //! drivers without the extension (lavapipe), reporting only what naga knows (workgroup size and memory).
 //! `checked` = naga's bounds checks as wgpu's `create_shader_module` emits them (index `Restrict`, buffer
@@ -29,7 +32,7 @@ struct Job {
     file: &'static str,
     entry: &'static str,
     defines: Vec<&'static str>,
-    constants: Vec<(&'static str, f64)>,
+    constants: Vec<(String, f64)>,
 }
 
 impl Job {
@@ -44,6 +47,7 @@ struct Args {
     policies: Vec<Policy>,
     filter: Option<String>,
     spin_limit: u32,
+    constants: Vec<(String, String, f64)>,
     compile_only: bool,
 }
 
@@ -63,7 +67,7 @@ impl Policy {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { json: false, device: None, policies: vec![Policy::Checked, Policy::Unchecked], filter: None, spin_limit: 64, compile_only: false };
+    let mut a = Args { json: false, device: None, policies: vec![Policy::Checked, Policy::Unchecked], filter: None, spin_limit: 64, constants: Vec::new(), compile_only: false };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = |what: &str| it.next().ok_or_else(|| format!("{arg} needs {what}"));
@@ -73,6 +77,13 @@ fn parse_args() -> Result<Args, String> {
             "--device" => a.device = Some(value("a name substring")?),
             "--filter" => a.filter = Some(value("a label substring")?),
             "--spin-limit" => a.spin_limit = value("a number")?.parse().map_err(|e| format!("--spin-limit: {e}"))?,
+            "--constants" => {
+                for item in value("ENTRY.NAME=V,...")?.split(',').filter(|s| !s.is_empty()) {
+                    let parsed = item.split_once('=').and_then(|(k, v)| Some((k.split_once('.')?, v.trim().parse::<f64>().ok()?)));
+                    let Some(((entry, name), v)) = parsed else { return Err(format!("--constants: bad item {item:?}")) };
+                    a.constants.push((entry.trim().to_string(), name.trim().to_string(), v));
+                }
+            }
             "--policy" => {
                 a.policies = match value("checked|unchecked|both")?.as_str() {
                     "checked" => vec![Policy::Checked],
@@ -82,7 +93,7 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "-h" | "--help" => {
-                println!("usage: pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--compile-only]");
+                println!("usage: pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--compile-only]");
                 std::process::exit(0);
             }
             s if !s.starts_with('-') && a.device.is_none() => a.device = Some(s.to_string()),
@@ -113,7 +124,7 @@ fn jobs(spin_limit: u32) -> Vec<Job> {
                         }
                     }
                     if compress {
-                        jobs.push(Job { file: "compress.wgsl", entry: "compress", defines: defines.clone(), constants: vec![("SPIN_LIMIT", spin_limit as f64)] });
+                        jobs.push(Job { file: "compress.wgsl", entry: "compress", defines: defines.clone(), constants: vec![("SPIN_LIMIT".to_string(), spin_limit as f64)] });
                         jobs.push(Job { file: "compress.wgsl", entry: "finish", defines, constants: vec![] });
                     } else {
                         jobs.push(Job { file: "decompress.wgsl", entry: "decompress", defines, constants: vec![] });
@@ -523,10 +534,16 @@ fn main() -> ExitCode {
     }
     let mut rows = Vec::new();
     let mut failed = 0;
-    for job in jobs(args.spin_limit) {
+    for mut job in jobs(args.spin_limit) {
         if let Some(f) = &args.filter {
             if !job.label().contains(f.as_str()) {
                 continue;
+            }
+        }
+        for (entry, name, v) in &args.constants {
+            if entry == job.entry {
+                job.constants.retain(|(n, _)| n != name);
+                job.constants.push((name.clone(), *v));
             }
         }
         for &policy in &args.policies {

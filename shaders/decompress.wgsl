@@ -145,7 +145,7 @@ fn decode_word(bits: u32, k: ptr<function, u32>, width: u32) -> u32 {
 // BATCH = 1 (experiment): the two stream words of each of a round's four output words are loaded
 // unconditionally, all eight before any is used, so a round costs one memory latency instead of up
 // to eight dependent ones behind branches. BATCH = 2: every round's loads are issued before any round
-// is decoded. Indices are clamped to the binding (words past a tile's stream are read, never used).
+// is decoded (BATCH = 3: the same without an array). Indices are clamped to the binding (words past a tile's stream are read, never used).
 override BATCH: u32 = 0u;
 
 // The four words of selection bits of a round's mask bits `mr`.
@@ -243,12 +243,27 @@ fn decompress(
             xs[r] = gather_vec(m[r], starts[r], width);
         }
     }
+    // BATCH = 3: as 2, written without an array (named per round, selected by the unrolled round).
+    var x0 = vec4<u32>(0u);
+    var x1 = vec4<u32>(0u);
+    var x2 = vec4<u32>(0u);
+    var x3 = vec4<u32>(0u);
+    if BATCH == 3u {
+        x0 = gather_vec(m[0], starts.x, width);
+        x1 = gather_vec(m[1], starts.y, width);
+#if !BITS8
+        x2 = gather_vec(m[2], starts.z, width);
+        x3 = gather_vec(m[3], starts.w, width);
+#endif
+    }
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
         var k = starts[r];
         let mr = m[r];
         var v: vec4<u32>;
-        if BATCH == 2u {
+        if BATCH == 3u {
+            v = deposit_vec(mr, select(select(x0, x1, r == 1u), select(x2, x3, r == 3u), r >= 2u), width);
+        } else if BATCH == 2u {
             v = deposit_vec(mr, xs[r], width);
         } else if BATCH == 1u {
             v = deposit_vec(mr, gather_vec(mr, k, width), width);

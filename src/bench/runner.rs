@@ -93,6 +93,7 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
     let pb = progress(config.progress, batches);
 
     let mut copy_samples: Vec<(u64, Vec<f64>)> = Vec::new();
+    let mut best_copy: Vec<(u64, f64)> = Vec::new();
     for (dtype, sizes) in &plan {
         let Some(&nmax) = sizes.last() else { continue };
         for &density in &sweep.densities {
@@ -117,8 +118,15 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
                     dense: &dense,
                     fused: std::cell::OnceCell::new(),
                 };
-                let out = run_batch(&bctx, &sweep, mode)?;
+                // CPU adapters: no retries (their copies vary with the host's load, not with a disturbance).
+                let best = if cpu { 0.0 } else { best_copy.iter().find(|(m, _)| *m == n).map_or(0.0, |&(_, g)| g) };
+                let out = run_batch(&bctx, &sweep, mode, best)?;
                 let samples = out.copy_gbps_samples;
+                let g = median(&samples);
+                match best_copy.iter_mut().find(|(m, _)| *m == n) {
+                    Some((_, b)) => *b = b.max(g),
+                    None => best_copy.push((n, g)),
+                }
                 match copy_samples.iter_mut().find(|(m, _)| *m == n) {
                     Some((_, v)) => v.extend(samples),
                     None => copy_samples.push((n, samples)),
@@ -171,8 +179,20 @@ struct BatchOut {
     copy_gbps_samples: Vec<f64>,
 }
 
+/// A batch whose copy ran below this fraction of the run's best copy at its size is timed again.
+const DISTURBED_FRACTION: f64 = 0.85;
+/// How many times a disturbed batch is timed again at most.
+const DISTURBED_RETRIES: u32 = 2;
+
+/// Whether a batch whose copy ran at `copy` GB/s was disturbed, given the run's best copy `best` at its
+/// size (0 when there is none yet, or on CPU adapters, whose timings are not compared this way).
+fn disturbed(copy: f64, best: f64) -> bool {
+    copy.is_nan() || copy < DISTURBED_FRACTION * best
+}
+
 /// Makes the batch's cases, times them interleaved, checks them, and turns them into rows.
-fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode) -> Result<BatchOut> {
+/// `best_copy`: the fastest batch copy (GB/s, median) this run has measured at this size so far.
+fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: f64) -> Result<BatchOut> {
     // The copy case always runs: every row's copy_fraction needs it. Its rows appear only if asked for.
     let mut cases: Vec<Box<dyn Case + '_>> = Vec::new();
     if let Some(c) = case::make(Op::Copy, false, ctx)? {
@@ -189,13 +209,37 @@ fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode) -> Result<Ba
             }
         }
     }
-    let times = time_cases(ctx, &cases, sweep, mode)?;
-
-    let copy_ms: Vec<f64> = times[0].clone();
     let copy_bytes = cases[0].bytes_moved() as f64;
     let gbps = |bytes: f64, ms: f64| if ms > 0.0 { bytes / (ms * 1e6) } else { f64::NAN };
-    let copy_gbps = gbps(copy_bytes, median(&copy_ms));
-    let mut out = BatchOut { rows: Vec::new(), notes: Vec::new(), copy_gbps_samples: copy_ms.iter().map(|&ms| gbps(copy_bytes, ms)).collect() };
+
+    // A disturbed batch (on the H200, now and then a whole batch's copy ran at 40 % of its usual
+    // bandwidth, and every case in it with it) is timed again rather than reported: up to
+    // `DISTURBED_RETRIES` more times while its copy stays below `DISTURBED_FRACTION` of the best copy
+    // this run has seen at this size; the attempt with the fastest copy is kept, and a note says so.
+    let mut times = time_cases(ctx, &cases, sweep, mode)?;
+    let mut copy_gbps = gbps(copy_bytes, median(&times[0]));
+    let mut attempts = 1;
+    while attempts <= DISTURBED_RETRIES && disturbed(copy_gbps, best_copy) {
+        let again = time_cases(ctx, &cases, sweep, mode)?;
+        let g = gbps(copy_bytes, median(&again[0]));
+        attempts += 1;
+        if g > copy_gbps {
+            times = again;
+            copy_gbps = g;
+        }
+    }
+    let mut out = BatchOut { rows: Vec::new(), notes: Vec::new(), copy_gbps_samples: times[0].iter().map(|&ms| gbps(copy_bytes, ms)).collect() };
+    if attempts > 1 {
+        let still = if disturbed(copy_gbps, best_copy) { ", still below: compare its copy_fraction, not its ms" } else { "" };
+        out.notes.push(format!(
+            "{} ρ={} n={}: timed {attempts} times, the copy ran below {:.0} % of this run's best {:.0} GB/s; kept the attempt with the fastest copy ({copy_gbps:.0} GB/s){still}",
+            ctx.dtype,
+            ctx.density,
+            ctx.n(),
+            DISTURBED_FRACTION * 100.0,
+            best_copy
+        ));
+    }
     for (c, t) in cases.iter().zip(&times) {
         if c.op() == Op::Copy && !sweep.ops.contains(&Op::Copy) {
             continue;
@@ -288,4 +332,18 @@ fn time_cases(ctx: &BatchCtx<'_>, cases: &[Box<dyn Case + '_>], sweep: &Resolved
         done += rounds;
     }
     Ok(times)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::disturbed;
+
+    #[test]
+    fn disturbed_batches_are_those_well_below_the_best_copy() {
+        assert!(disturbed(1580.0, 4050.0), "the H200's disturbed e4m3 batch");
+        assert!(!disturbed(3900.0, 4050.0));
+        assert!(!disturbed(4100.0, 4050.0), "a new best is not disturbed");
+        assert!(!disturbed(1.0, 0.0), "no reference yet (first batch, CPU adapters): never retried");
+        assert!(disturbed(f64::NAN, 4050.0));
+    }
 }
