@@ -136,8 +136,8 @@ const STORE_BITS: u32 = BITS;
 // may share, go through four small per-segment arrays and are combined once at the end of the tile.
 #if SUBGROUP
 override COMPACT: u32 = 0u;
-override STAGE_WORDS: u32 = (WG * EPV * BITS / 32u) * (1u - COMPACT) + 1u;
-override EDGE_SLOTS: u32 = ROUNDS * SCAN_SLOTS * COMPACT + 1u;
+override STAGE_WORDS: u32 = (WG * EPV * BITS / 32u) * (1u - COMPACT % 2u) + 1u + (COMPACT / 2u) * SCAN_SLOTS;
+override EDGE_SLOTS: u32 = ROUNDS * SCAN_SLOTS * min(COMPACT, 1u) + 1u;
 const NO_WORD: u32 = 0xffffffffu;
 var<workgroup> edge_first: array<u32, EDGE_SLOTS>; // segment's first word (tile-relative), NO_WORD if empty
 var<workgroup> edge_last: array<u32, EDGE_SLOTS>;  // its last word
@@ -178,11 +178,16 @@ fn compact_word(w: u32, bits: u32, width: u32) -> vec2<u32> {
 // Stages the elements of word `w` selected by `bits` at bit `pos` of the round's staging words;
 // returns the bit position after them.
 fn emit_word(w: u32, bits: u32, pos: u32, width: u32) -> u32 {
+    return emit_word_at(0u, w, bits, pos, width);
+}
+
+// The same, at bit `pos` of the staging words from word `region` on.
+fn emit_word_at(region: u32, w: u32, bits: u32, pos: u32, width: u32) -> u32 {
     if bits == 0u {
         return pos;
     }
     let yc = compact_word(w, bits, width);
-    let wi = pos >> 5u;
+    let wi = region + (pos >> 5u);
     let sh = pos & 31u;
     atomicOr(&stage[wi], yc.x << sh);
     if sh + yc.y * width > 32u {
@@ -272,6 +277,43 @@ fn compact_round_shuffle(r: u32, mr: u32, vr: vec4<u32>, x: u32, rbit: u32, widt
             }
         }
     }
+}
+
+// COMPACT = 2 (experiment): each subgroup stages its own segment of round `r` in its own region of
+// `stage` and stores it, with subgroup barriers only; the segment's first and last words go through
+// the edge arrays as in COMPACT = 1. The staging is read and cleared with atomics, so lanes see each
+// other's bits through the atomics' single modification order per word.
+fn compact_round_stage(r: u32, mr: u32, vr: vec4<u32>, x: u32, rbit: u32, width: u32, out: u32, fits: bool, sg_id: u32, sg_lane: u32, sg_size: u32) {
+    let seg_x = subgroupBroadcast(x, 0u); // lane 0 comes first in the data order
+    let seg_n = subgroupAdd(countOneBits(mr));
+    let b0 = rbit + seg_x * width;        // the segment's bits in the tile's stream: [b0, b0 + seg_n * width)
+    let wf = b0 >> 5u;
+    let wl = (b0 + seg_n * width - 1u) >> 5u;
+    let seg = r * (WG / sg_size) + sg_id;
+    let region = sg_id * (sg_size * EPV * BITS / 32u + 1u);
+    var pos = (b0 & 31u) + (x - seg_x) * width;
+    pos = emit_word_at(region, vr.x, mr & WORD_BITS_MASK, pos, width);
+    pos = emit_word_at(region, vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
+    pos = emit_word_at(region, vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
+    pos = emit_word_at(region, vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
+    if sg_lane == 0u {
+        edge_first[seg] = select(NO_WORD, wf, seg_n > 0u);
+        edge_last[seg] = wl;
+    }
+    subgroupBarrier();
+    let nw = select(0u, wl - wf + 1u, seg_n > 0u);
+    for (var i = sg_lane; i < nw; i += sg_size) {
+        let w = atomicExchange(&stage[region + i], 0u);
+        let j = wf + i;
+        if j == wf {
+            edge_cf[seg] = w;
+        } else if j == wl {
+            edge_cl[seg] = w;
+        } else if fits {
+            put_val(out + j, w);
+        }
+    }
+    subgroupBarrier();
 }
 
 // COMPACT = 1: the bits the segments after `seg` put into word `w` (they start in it).
@@ -634,9 +676,13 @@ fn compress(
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
     var rbit = 0u;
 #if SUBGROUP
-    if COMPACT == 1u {
+    if COMPACT != 0u {
         for (var r = 0u; r < ROUNDS; r++) {
-            compact_round_shuffle(r, m[r], stored_vec(tile, r * WG + li), excl[r], rbit, width, out, fits, sg_id, sg_lane, sg_size);
+            if COMPACT == 2u {
+                compact_round_stage(r, m[r], stored_vec(tile, r * WG + li), excl[r], rbit, width, out, fits, sg_id, sg_lane, sg_size);
+            } else {
+                compact_round_shuffle(r, m[r], stored_vec(tile, r * WG + li), excl[r], rbit, width, out, fits, sg_id, sg_lane, sg_size);
+            }
             rbit += totals[r] * width;
         }
         workgroupBarrier();

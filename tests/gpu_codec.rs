@@ -199,7 +199,7 @@ fn compact_many_tiles_and_bad_spec() {
             assert!(got == want, "{dtype:?} rho={rho} sign_pack={sign_pack}: staging-free stream differs from the CPU reference");
         }
     }
-    for bad in ["compress.COMPACT=2", "compress.NOPE=1", "decompress.COMPACT=1"] {
+    for bad in ["compress.COMPACT=3", "compress.NOPE=1", "decompress.COMPACT=1"] {
         let r = Codec::with_config(&ctx.device, CodecConfig { kernel_constants: Some(bad.into()), ..Default::default() });
         assert!(matches!(r, Err(bitsparse::Error::InvalidArgument(_))), "{bad:?} was accepted");
     }
