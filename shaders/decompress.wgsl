@@ -145,8 +145,10 @@ fn decode_word(bits: u32, k: ptr<function, u32>, width: u32) -> u32 {
 // BATCH = 1 (experiment): the two stream words of each of a round's four output words are loaded
 // unconditionally, all eight before any is used, so a round costs one memory latency instead of up
 // to eight dependent ones behind branches. BATCH = 2: every round's loads are issued before any round
-// is decoded (BATCH = 3: the same without an array). Indices are clamped to the binding (words past a tile's stream are read, never used).
+// is decoded (BATCH = 3: the same without an array; BATCH = 4: as 2, with a loop-free deposit of
+// unpacked 16-bit values). Indices are clamped to the binding (words past a tile's stream are read, never used).
 override BATCH: u32 = 0u;
+override G_EARLY: u32 = 0u;
 
 // The four words of selection bits of a round's mask bits `mr`.
 fn word_bits(mr: u32) -> vec4<u32> {
@@ -167,8 +169,19 @@ fn gather_vec(mr: u32, k0: u32, width: u32) -> vec4<u32> {
     return (lo >> sh) | select(vec4<u32>(0u), hi << (vec4<u32>(32u) - sh), sh != vec4<u32>(0u));
 }
 
+// take_values for 16-bit elements stored unpacked (width 16): the word is x itself, its low half
+// alone, or its low half moved up, with no per-element loop.
+fn take16(bits: u32, x: u32) -> u32 {
+    let b0 = (bits & 1u) != 0u;
+    let hi = select(x << 16u, x & 0xffff0000u, b0);
+    return select(0u, x & 0xffffu, b0) | select(0u, hi, (bits & 2u) != 0u);
+}
+
 fn deposit_vec(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
     let b = word_bits(mr);
+    if BATCH == 4u && BITS == 16u && width == 16u {
+        return vec4<u32>(take16(b.x, x.x), take16(b.y, x.y), take16(b.z, x.z), take16(b.w, x.w));
+    }
     return vec4<u32>(take_values(b.x, x.x, width), take_values(b.y, x.y, width), take_values(b.z, x.z, width), take_values(b.w, x.w, width));
 }
 
@@ -237,8 +250,23 @@ fn decompress(
     let s = wg_scan(counts, li, sg_lane, sg_size);
 
     let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
+#if FUSED_BWD
+    // G_EARLY = 1 (experiment): every round's g is loaded with the stream words, before any store.
+    var g0 = vec4<u32>(0u);
+    var g1 = vec4<u32>(0u);
+    var g2 = vec4<u32>(0u);
+    var g3 = vec4<u32>(0u);
+    if G_EARLY == 1u {
+        g0 = load_g(tile, li);
+        g1 = load_g(tile, WG + li);
+#if !BITS8
+        g2 = load_g(tile, 2u * WG + li);
+        g3 = load_g(tile, 3u * WG + li);
+#endif
+    }
+#endif
     var xs: array<vec4<u32>, ROUNDS>;
-    if BATCH == 2u {
+    if BATCH == 2u || BATCH == 4u {
         for (var r = 0u; r < ROUNDS; r++) {
             xs[r] = gather_vec(m[r], starts[r], width);
         }
@@ -263,7 +291,7 @@ fn decompress(
         var v: vec4<u32>;
         if BATCH == 3u {
             v = deposit_vec(mr, select(select(x0, x1, r == 1u), select(x2, x3, r == 3u), r >= 2u), width);
-        } else if BATCH == 2u {
+        } else if BATCH == 2u || BATCH == 4u {
             v = deposit_vec(mr, xs[r], width);
         } else if BATCH == 1u {
             v = deposit_vec(mr, gather_vec(mr, k, width), width);
@@ -278,7 +306,12 @@ fn decompress(
         v = fp8_lut_vec(v);
 #endif
 #if FUSED_BWD
-        let g = load_g(tile, q);
+        var g: vec4<u32>;
+        if G_EARLY == 1u {
+            g = select(select(g0, g1, r == 1u), select(g2, g3, r == 3u), r >= 2u);
+        } else {
+            g = load_g(tile, q);
+        }
         if p.write_a != 0u {
             let a = act_vec(v, p.act);
             if tile < p.full_tiles {
