@@ -152,6 +152,8 @@ var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_tile: u32;
 // Experiment switch (BITSPARSE_KERNEL_CONSTANTS=compress.SPEC=1): see the ticket in `compress`.
 override SPEC: u32 = 0u;
+// Experiment switch: a loop-free `compact_word` for unpacked 16-bit values.
+override FAST16: u32 = 0u;
 // Look-back result: `state` 0 done (then `prefix` is the tile's exclusive prefix), else 1 + the tile
 // that needs the fallback. One struct so one uniform load (two barriers) publishes both.
 struct LookOut {
@@ -164,6 +166,13 @@ var<workgroup> wg_count: atomic<u32>;
 // The fields of word `w`'s elements selected by `bits` (one bit per element), `width` bits each,
 // packed from bit 0 in element order; and how many there are. At most 32 bits (EPW * width <= 32).
 fn compact_word(w: u32, bits: u32, width: u32) -> vec2<u32> {
+    if FAST16 == 1u && BITS == 16u && width == 16u {
+        // Unpacked 16-bit values: the word itself, or one of its halves, with no per-element loop.
+        let b0 = (bits & 1u) != 0u;
+        let b1 = (bits & 2u) != 0u;
+        let y = select(select(0u, w >> 16u, b1), select(w & 0xffffu, w, b1), b0);
+        return vec2<u32>(y, countOneBits(bits));
+    }
     let vmask = (1u << width) - 1u;
     var y = 0u;
     var c = 0u;
