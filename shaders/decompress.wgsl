@@ -146,7 +146,7 @@ fn decode_word(bits: u32, k: ptr<function, u32>, width: u32) -> u32 {
 // unconditionally, all eight before any is used, so a round costs one memory latency instead of up
 // to eight dependent ones behind branches. BATCH = 2: every round's loads are issued before any round
 // is decoded (BATCH = 3: the same without an array; BATCH = 4: as 2, with a loop-free deposit of
-// unpacked 16-bit values). Indices are clamped to the binding (words past a tile's stream are read, never used).
+// unpacked 16-bit values; 5: as 4 with a shift-free gather of them too; 6: as 5, two rounds at a time). Indices are clamped to the binding (words past a tile's stream are read, never used).
 override BATCH: u32 = 0u;
 override G_EARLY: u32 = 0u;
 
@@ -160,6 +160,14 @@ fn word_bits(mr: u32) -> vec4<u32> {
 fn gather_vec(mr: u32, k0: u32, width: u32) -> vec4<u32> {
     let c = countOneBits(word_bits(mr));
     let k = vec4<u32>(k0, k0 + c.x, k0 + c.x + c.y, k0 + c.x + c.y + c.z);
+    if BATCH >= 5u && BITS == 16u && width == 16u {
+        // Unpacked 16-bit values: value k is half k & 1 of word k >> 1.
+        let wi = vec4<u32>(stream_base) + (k >> vec4<u32>(1u));
+        let lim = val_limit();
+        let lo = vec4<u32>(get_val(min(wi.x, lim)), get_val(min(wi.y, lim)), get_val(min(wi.z, lim)), get_val(min(wi.w, lim)));
+        let hi = vec4<u32>(get_val(min(wi.x + 1u, lim)), get_val(min(wi.y + 1u, lim)), get_val(min(wi.z + 1u, lim)), get_val(min(wi.w + 1u, lim)));
+        return select(lo, (lo >> vec4<u32>(16u)) | (hi << vec4<u32>(16u)), (k & vec4<u32>(1u)) != vec4<u32>(0u));
+    }
     let pos = k * width;
     let wi = vec4<u32>(stream_base) + (pos >> vec4<u32>(5u));
     let sh = pos & vec4<u32>(31u);
@@ -179,7 +187,7 @@ fn take16(bits: u32, x: u32) -> u32 {
 
 fn deposit_vec(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
     let b = word_bits(mr);
-    if BATCH == 4u && BITS == 16u && width == 16u {
+    if BATCH >= 4u && BITS == 16u && width == 16u {
         return vec4<u32>(take16(b.x, x.x), take16(b.y, x.y), take16(b.z, x.z), take16(b.w, x.w));
     }
     return vec4<u32>(take_values(b.x, x.x, width), take_values(b.y, x.y, width), take_values(b.z, x.z, width), take_values(b.w, x.w, width));
@@ -266,7 +274,7 @@ fn decompress(
     }
 #endif
     var xs: array<vec4<u32>, ROUNDS>;
-    if BATCH == 2u || BATCH == 4u {
+    if BATCH == 2u || BATCH == 4u || BATCH == 5u {
         for (var r = 0u; r < ROUNDS; r++) {
             xs[r] = gather_vec(m[r], starts[r], width);
         }
@@ -291,7 +299,13 @@ fn decompress(
         var v: vec4<u32>;
         if BATCH == 3u {
             v = deposit_vec(mr, select(select(x0, x1, r == 1u), select(x2, x3, r == 3u), r >= 2u), width);
-        } else if BATCH == 2u || BATCH == 4u {
+        } else if BATCH == 2u || BATCH == 4u || BATCH == 5u {
+            v = deposit_vec(mr, xs[r], width);
+        } else if BATCH == 6u {
+            if (r & 1u) == 0u {
+                xs[r] = gather_vec(mr, k, width);
+                xs[r + 1u] = gather_vec(m[r + 1u], starts[r + 1u], width);
+            }
             v = deposit_vec(mr, xs[r], width);
         } else if BATCH == 1u {
             v = deposit_vec(mr, gather_vec(mr, k, width), width);

@@ -119,7 +119,7 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
                     fused: std::cell::OnceCell::new(),
                 };
                 // CPU adapters: no retries (their copies vary with the host's load, not with a disturbance).
-                let best = if cpu { 0.0 } else { best_copy.iter().find(|(m, _)| *m == n).map_or(0.0, |&(_, g)| g) };
+                let best = if cpu { None } else { Some(best_copy.iter().find(|(m, _)| *m == n).map_or(0.0, |&(_, g)| g)) };
                 let out = run_batch(&bctx, &sweep, mode, best)?;
                 let samples = out.copy_gbps_samples;
                 let g = median(&samples);
@@ -191,8 +191,10 @@ fn disturbed(copy: f64, best: f64) -> bool {
 }
 
 /// Makes the batch's cases, times them interleaved, checks them, and turns them into rows.
-/// `best_copy`: the fastest batch copy (GB/s, median) this run has measured at this size so far.
-fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: f64) -> Result<BatchOut> {
+/// `best_copy`: the fastest batch copy (GB/s, median) this run has measured at this size so far, 0 if
+/// none (then the batch is timed twice, so one disturbed timing cannot set the reference), `None` on a
+/// CPU adapter (timed once).
+fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: Option<f64>) -> Result<BatchOut> {
     // The copy case always runs: every row's copy_fraction needs it. Its rows appear only if asked for.
     let mut cases: Vec<Box<dyn Case + '_>> = Vec::new();
     if let Some(c) = case::make(Op::Copy, false, ctx)? {
@@ -215,29 +217,34 @@ fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: f
     // A disturbed batch (on the H200, now and then a whole batch's copy ran at 40 % of its usual
     // bandwidth, and every case in it with it) is timed again rather than reported: up to
     // `DISTURBED_RETRIES` more times while its copy stays below `DISTURBED_FRACTION` of the best copy
-    // this run has seen at this size; the attempt with the fastest copy is kept, and a note says so.
+    // this run has seen at this size. The first batch of a size has no reference yet: it is always
+    // timed twice. The attempt with the fastest copy is kept, and a note gives every attempt's copy.
+    let first = best_copy == Some(0.0);
+    let best_copy = best_copy.unwrap_or(0.0);
     let mut times = time_cases(ctx, &cases, sweep, mode)?;
-    let mut copy_gbps = gbps(copy_bytes, median(&times[0]));
-    let mut attempts = 1;
-    while attempts <= DISTURBED_RETRIES && disturbed(copy_gbps, best_copy) {
+    let mut copies = vec![gbps(copy_bytes, median(&times[0]))];
+    let mut copy_gbps = copies[0];
+    while copies.len() <= DISTURBED_RETRIES as usize && ((first && copies.len() == 1) || disturbed(copy_gbps, best_copy)) {
         let again = time_cases(ctx, &cases, sweep, mode)?;
         let g = gbps(copy_bytes, median(&again[0]));
-        attempts += 1;
+        copies.push(g);
         if g > copy_gbps {
             times = again;
             copy_gbps = g;
         }
     }
     let mut out = BatchOut { rows: Vec::new(), notes: Vec::new(), copy_gbps_samples: times[0].iter().map(|&ms| gbps(copy_bytes, ms)).collect() };
-    if attempts > 1 {
-        let still = if disturbed(copy_gbps, best_copy) { ", still below: compare its copy_fraction, not its ms" } else { "" };
+    let reference = best_copy.max(copy_gbps);
+    if copies.iter().any(|&g| disturbed(g, reference)) {
+        let list: Vec<String> = copies.iter().map(|g| format!("{g:.0}")).collect();
+        let still = if disturbed(copy_gbps, reference) { "; still below: compare its copy_fraction, not its ms" } else { "" };
         out.notes.push(format!(
-            "{} ρ={} n={}: timed {attempts} times, the copy ran below {:.0} % of this run's best {:.0} GB/s; kept the attempt with the fastest copy ({copy_gbps:.0} GB/s){still}",
+            "{} ρ={} n={}: timed {} times (copy {} GB/s against this run's best {reference:.0}), kept the attempt with the fastest copy{still}",
             ctx.dtype,
             ctx.density,
             ctx.n(),
-            DISTURBED_FRACTION * 100.0,
-            best_copy
+            copies.len(),
+            list.join(", "),
         ));
     }
     for (c, t) in cases.iter().zip(&times) {
