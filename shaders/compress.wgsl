@@ -472,7 +472,14 @@ fn compress(
     if tile >= p.tiles {
         return;
     }
-    let use_held = SPEC == 1u && tile == guess;
+    // SPEC = 2 (experiment): every round is loaded before any is processed, so the fused forward's
+    // stores of `a` cannot hold the next round's loads back (the compiler cannot know they do not alias).
+    if SPEC == 2u {
+        for (var r = 0u; r < ROUNDS; r++) {
+            held[r] = load_vec(tile, r * WG + li);
+        }
+    }
+    let use_held = (SPEC == 1u && tile == guess) || SPEC == 2u;
 
     // Read the tile for its mask and counts (the compaction below reads it again, from the cache).
     // Rounds and elements are indexed by loop counters with constant trip counts only (no
