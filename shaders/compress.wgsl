@@ -154,6 +154,8 @@ var<workgroup> wg_tile: u32;
 override SPEC: u32 = 0u;
 // Experiment switch: a loop-free `compact_word` for unpacked 16-bit values.
 override FAST16: u32 = 0u;
+// Experiment switch: the compaction's width as a constant (see the round loop).
+override CWIDTH: u32 = 0u;
 // Look-back result: `state` 0 done (then `prefix` is the tile's exclusive prefix), else 1 + the tile
 // that needs the fallback. One struct so one uniform load (two barriers) publishes both.
 struct LookOut {
@@ -203,6 +205,14 @@ fn emit_word_at(region: u32, w: u32, bits: u32, pos: u32, width: u32) -> u32 {
         atomicOr(&stage[wi + 1u], yc.x >> (32u - sh));
     }
     return pos + yc.y * width;
+}
+
+// Stages the elements of vec `v` selected by `m` from bit `pos` on.
+fn emit_vec(v: vec4<u32>, m: u32, pos0: u32, width: u32) {
+    var pos = emit_word(v.x, m & WORD_BITS_MASK, pos0, width);
+    pos = emit_word(v.y, (m >> EPW) & WORD_BITS_MASK, pos, width);
+    pos = emit_word(v.z, (m >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
+    emit_word(v.w, (m >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
 }
 
 #if SUBGROUP
@@ -713,11 +723,17 @@ fn compress(
         // held, 0.27 ms with compaction dropped), and this re-read hits the cache, not DRAM.
         let vr = stored_vec(tile, r * WG + li);
         let carry = rbit & 31u;
-        var pos = carry + excl[r] * width;
-        pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
-        pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
-        pos = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
-        pos = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
+        let pos = carry + excl[r] * width;
+        if CWIDTH == 1u {
+            // Experiment: the width as a constant in each call, so the compiler specialises it.
+            if width == STORE_BITS {
+                emit_vec(vr, mr, pos, STORE_BITS);
+            } else {
+                emit_vec(vr, mr, pos, STORE_BITS - 1u);
+            }
+        } else {
+            emit_vec(vr, mr, pos, width);
+        }
         workgroupBarrier();
         // Complete words go out now (all words after the last round, whose last word is padded);
         // reading them also clears them for the next round.

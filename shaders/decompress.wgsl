@@ -146,7 +146,8 @@ fn decode_word(bits: u32, k: ptr<function, u32>, width: u32) -> u32 {
 // unconditionally, all eight before any is used, so a round costs one memory latency instead of up
 // to eight dependent ones behind branches. BATCH = 2: every round's loads are issued before any round
 // is decoded (BATCH = 3: the same without an array; BATCH = 4: as 2, with a loop-free deposit of
-// unpacked 16-bit values; 5: as 4 with a shift-free gather of them too; 6: as 5, two rounds at a time). Indices are clamped to the binding (words past a tile's stream are read, never used).
+// unpacked 16-bit values; 5: as 4 with a shift-free gather of them too; 6: as 5, two rounds at a time;
+// 7 / 8: as 5 / 6 with the width a constant in each call). Indices are clamped to the binding (words past a tile's stream are read, never used).
 override BATCH: u32 = 0u;
 override G_EARLY: u32 = 0u;
 
@@ -183,6 +184,28 @@ fn take16(bits: u32, x: u32) -> u32 {
     let b0 = (bits & 1u) != 0u;
     let hi = select(x << 16u, x & 0xffff0000u, b0);
     return select(0u, x & 0xffffu, b0) | select(0u, hi, (bits & 2u) != 0u);
+}
+
+// BATCH >= 7: gather_vec and deposit_vec with `width` as a constant (the stored width, or one less
+// under sign packing), so the compiler specialises their arithmetic.
+fn gather_w(mr: u32, k0: u32, width: u32) -> vec4<u32> {
+    if BATCH >= 7u {
+        if width == STORE_BITS {
+            return gather_vec(mr, k0, STORE_BITS);
+        }
+        return gather_vec(mr, k0, STORE_BITS - 1u);
+    }
+    return gather_vec(mr, k0, width);
+}
+
+fn deposit_w(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
+    if BATCH >= 7u {
+        if width == STORE_BITS {
+            return deposit_vec(mr, x, STORE_BITS);
+        }
+        return deposit_vec(mr, x, STORE_BITS - 1u);
+    }
+    return deposit_vec(mr, x, width);
 }
 
 fn deposit_vec(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
@@ -274,9 +297,9 @@ fn decompress(
     }
 #endif
     var xs: array<vec4<u32>, ROUNDS>;
-    if BATCH == 2u || BATCH == 4u || BATCH == 5u {
+    if BATCH == 2u || BATCH == 4u || BATCH == 5u || BATCH == 7u {
         for (var r = 0u; r < ROUNDS; r++) {
-            xs[r] = gather_vec(m[r], starts[r], width);
+            xs[r] = gather_w(m[r], starts[r], width);
         }
     }
     // BATCH = 3: as 2, written without an array (named per round, selected by the unrolled round).
@@ -299,14 +322,14 @@ fn decompress(
         var v: vec4<u32>;
         if BATCH == 3u {
             v = deposit_vec(mr, select(select(x0, x1, r == 1u), select(x2, x3, r == 3u), r >= 2u), width);
-        } else if BATCH == 2u || BATCH == 4u || BATCH == 5u {
-            v = deposit_vec(mr, xs[r], width);
-        } else if BATCH == 6u {
+        } else if BATCH == 2u || BATCH == 4u || BATCH == 5u || BATCH == 7u {
+            v = deposit_w(mr, xs[r], width);
+        } else if BATCH == 6u || BATCH == 8u {
             if (r & 1u) == 0u {
-                xs[r] = gather_vec(mr, k, width);
-                xs[r + 1u] = gather_vec(m[r + 1u], starts[r + 1u], width);
+                xs[r] = gather_w(mr, k, width);
+                xs[r + 1u] = gather_w(m[r + 1u], starts[r + 1u], width);
             }
-            v = deposit_vec(mr, xs[r], width);
+            v = deposit_w(mr, xs[r], width);
         } else if BATCH == 1u {
             v = deposit_vec(mr, gather_vec(mr, k, width), width);
         } else {
