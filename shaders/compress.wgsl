@@ -129,33 +129,10 @@ const STORE_BITS: u32 = BITS;
 // staging halved the kernel's speed (docs/PERFORMANCE.md). A round's stream is contiguous, so its
 // complete words are stored as soon as it is staged and its last partial word is carried to word 0
 // of the next round. Size: a round's values plus the carried bits (< 32).
-//
-// COMPACT = 1 (subgroup path only; an experiment selected with BITSPARSE_KERNEL_CONSTANTS, not yet
-// measured on a GPU): no staging array at all. Each subgroup builds the words of its own part of a
-// round with shuffles; only the first and last word of each such segment, which neighbouring segments
-// may share, go through four small per-segment arrays and are combined once at the end of the tile.
-#if SUBGROUP
-override COMPACT: u32 = 0u;
-override STAGE_WORDS: u32 = (WG * EPV * BITS / 32u) * (1u - COMPACT % 2u) + 1u + (COMPACT / 2u) * SCAN_SLOTS;
-override EDGE_SLOTS: u32 = ROUNDS * SCAN_SLOTS * min(COMPACT, 1u) + 1u;
-const NO_WORD: u32 = 0xffffffffu;
-var<workgroup> edge_first: array<u32, EDGE_SLOTS>; // segment's first word (tile-relative), NO_WORD if empty
-var<workgroup> edge_last: array<u32, EDGE_SLOTS>;  // its last word
-var<workgroup> edge_cf: array<u32, EDGE_SLOTS>;    // its bits of its first word
-var<workgroup> edge_cl: array<u32, EDGE_SLOTS>;    // its bits of its last word (when not the first)
-#else
-override COMPACT: u32 = 0u; // no shuffle path without subgroups: ignored
 const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
-#endif
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_tile: u32;
-// Experiment switch (BITSPARSE_KERNEL_CONSTANTS=compress.SPEC=1): see the ticket in `compress`.
-override SPEC: u32 = 0u;
-// Experiment switch: a loop-free `compact_word` for unpacked 16-bit values.
-override FAST16: u32 = 0u;
-// Experiment switch: the compaction's width as a constant (see the round loop).
-override CWIDTH: u32 = 0u;
 // Look-back result: `state` 0 done (then `prefix` is the tile's exclusive prefix), else 1 + the tile
 // that needs the fallback. One struct so one uniform load (two barriers) publishes both.
 struct LookOut {
@@ -168,13 +145,6 @@ var<workgroup> wg_count: atomic<u32>;
 // The fields of word `w`'s elements selected by `bits` (one bit per element), `width` bits each,
 // packed from bit 0 in element order; and how many there are. At most 32 bits (EPW * width <= 32).
 fn compact_word(w: u32, bits: u32, width: u32) -> vec2<u32> {
-    if FAST16 == 1u && BITS == 16u && width == 16u {
-        // Unpacked 16-bit values: the word itself, or one of its halves, with no per-element loop.
-        let b0 = (bits & 1u) != 0u;
-        let b1 = (bits & 2u) != 0u;
-        let y = select(select(0u, w >> 16u, b1), select(w & 0xffffu, w, b1), b0);
-        return vec2<u32>(y, countOneBits(bits));
-    }
     let vmask = (1u << width) - 1u;
     var y = 0u;
     var c = 0u;
@@ -189,16 +159,11 @@ fn compact_word(w: u32, bits: u32, width: u32) -> vec2<u32> {
 // Stages the elements of word `w` selected by `bits` at bit `pos` of the round's staging words;
 // returns the bit position after them.
 fn emit_word(w: u32, bits: u32, pos: u32, width: u32) -> u32 {
-    return emit_word_at(0u, w, bits, pos, width);
-}
-
-// The same, at bit `pos` of the staging words from word `region` on.
-fn emit_word_at(region: u32, w: u32, bits: u32, pos: u32, width: u32) -> u32 {
     if bits == 0u {
         return pos;
     }
     let yc = compact_word(w, bits, width);
-    let wi = region + (pos >> 5u);
+    let wi = pos >> 5u;
     let sh = pos & 31u;
     atomicOr(&stage[wi], yc.x << sh);
     if sh + yc.y * width > 32u {
@@ -206,178 +171,6 @@ fn emit_word_at(region: u32, w: u32, bits: u32, pos: u32, width: u32) -> u32 {
     }
     return pos + yc.y * width;
 }
-
-// Stages the elements of vec `v` selected by `m` from bit `pos` on.
-fn emit_vec(v: vec4<u32>, m: u32, pos0: u32, width: u32) {
-    var pos = emit_word(v.x, m & WORD_BITS_MASK, pos0, width);
-    pos = emit_word(v.y, (m >> EPW) & WORD_BITS_MASK, pos, width);
-    pos = emit_word(v.z, (m >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
-    emit_word(v.w, (m >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
-}
-
-#if SUBGROUP
-// Index (0..EPV-1) of the k-th set bit of `m` (k < countOneBits(m)).
-fn select_bit(m: u32, k: u32) -> u32 {
-    var mm = m;
-    var kk = k;
-    var pos = 0u;
-    for (var half = EPV / 2u; half > 0u; half >>= 1u) {
-        let low = countOneBits(mm & ((1u << half) - 1u));
-        if kk >= low {
-            kk -= low;
-            mm >>= half;
-            pos += half;
-        }
-    }
-    return pos;
-}
-
-// COMPACT = 1: the values of round `r` (this thread: mask `mr`, stored vector `vr`, `x` values of the
-// round before it) written straight from registers. `rbit`: the round's first bit in the tile's stream.
-fn compact_round_shuffle(r: u32, mr: u32, vr: vec4<u32>, x: u32, rbit: u32, width: u32, out: u32, fits: bool, sg_id: u32, sg_lane: u32, sg_size: u32) {
-    let c = countOneBits(mr);
-    let seg_x = subgroupBroadcast(x, 0u); // lane 0 comes first in the data order
-    let seg_n = subgroupAdd(c);
-    let e = x - seg_x;                    // this lane's first value within the segment
-    let b0 = rbit + seg_x * width;        // the segment's bits in the tile's stream: [b0, b0 + seg_n * width)
-    let wf = b0 >> 5u;
-    let wl = (b0 + seg_n * width - 1u) >> 5u;
-    let seg = r * (WG / sg_size) + sg_id;
-    if sg_lane == 0u {
-        edge_first[seg] = select(NO_WORD, wf, seg_n > 0u);
-        edge_last[seg] = wl;
-    }
-    let nw = select(0u, wl - wf + 1u, seg_n > 0u);
-    let iters = (nw + sg_size - 1u) / sg_size;
-    // Values that can overlap one word: 32 / width when width divides 32 (values then never straddle
-    // words), else ceil((31 + width) / width).
-    let nv = select((30u + 2u * width) / width, 32u / width, 32u % width == 0u);
-    let vmask = (1u << width) - 1u;
-    for (var it = 0u; it < iters; it++) {
-        let j = wf + it * sg_size + sg_lane;
-        let jb = j * 32u;
-        let live = j <= wl;
-        let v0 = select(0u, (jb - b0) / width, jb > b0);
-        var acc = 0u;
-        for (var sv = 0u; sv < nv; sv++) {
-            let v = v0 + sv;
-            let bit = b0 + v * width;
-            let take = live && v < seg_n && bit < jb + 32u;
-            // The lane that holds value v: the last lane whose first value is <= v.
-            var lo = 0u;
-            var elo = 0u;
-            for (var step = sg_size >> 1u; step > 0u; step >>= 1u) {
-                let ep = subgroupShuffle(e, lo + step);
-                if ep <= v {
-                    lo += step;
-                    elo = ep;
-                }
-            }
-            let m_o = subgroupShuffle(mr, lo);
-            let d0 = subgroupShuffle(vr.x, lo);
-            let d1 = subgroupShuffle(vr.y, lo);
-            let d2 = subgroupShuffle(vr.z, lo);
-            let d3 = subgroupShuffle(vr.w, lo);
-            if take {
-                let pos = select_bit(m_o, v - elo);
-                let wi = pos / EPW;
-                let dw = select(select(select(d0, d1, wi == 1u), d2, wi == 2u), d3, wi == 3u);
-                let val = (dw >> ((pos % EPW) * BITS)) & vmask;
-                acc |= select(val >> (jb - bit), val << (bit - jb), bit >= jb);
-            }
-        }
-        if live {
-            if j == wf {
-                edge_cf[seg] = acc;
-            } else if j == wl {
-                edge_cl[seg] = acc;
-            } else if fits {
-                put_val(out + j, acc);
-            }
-        }
-    }
-}
-
-// COMPACT = 2 (experiment): each subgroup stages its own segment of round `r` in its own region of
-// `stage` and stores it, with subgroup barriers only; the segment's first and last words go through
-// the edge arrays as in COMPACT = 1. The staging is read and cleared with atomics, so lanes see each
-// other's bits through the atomics' single modification order per word.
-fn compact_round_stage(r: u32, mr: u32, vr: vec4<u32>, x: u32, rbit: u32, width: u32, out: u32, fits: bool, sg_id: u32, sg_lane: u32, sg_size: u32) {
-    let seg_x = subgroupBroadcast(x, 0u); // lane 0 comes first in the data order
-    let seg_n = subgroupAdd(countOneBits(mr));
-    let b0 = rbit + seg_x * width;        // the segment's bits in the tile's stream: [b0, b0 + seg_n * width)
-    let wf = b0 >> 5u;
-    let wl = (b0 + seg_n * width - 1u) >> 5u;
-    let seg = r * (WG / sg_size) + sg_id;
-    let region = sg_id * (sg_size * EPV * BITS / 32u + 1u);
-    var pos = (b0 & 31u) + (x - seg_x) * width;
-    pos = emit_word_at(region, vr.x, mr & WORD_BITS_MASK, pos, width);
-    pos = emit_word_at(region, vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
-    pos = emit_word_at(region, vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
-    pos = emit_word_at(region, vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
-    if sg_lane == 0u {
-        edge_first[seg] = select(NO_WORD, wf, seg_n > 0u);
-        edge_last[seg] = wl;
-    }
-    subgroupBarrier();
-    let nw = select(0u, wl - wf + 1u, seg_n > 0u);
-    for (var i = sg_lane; i < nw; i += sg_size) {
-        let w = atomicExchange(&stage[region + i], 0u);
-        let j = wf + i;
-        if j == wf {
-            edge_cf[seg] = w;
-        } else if j == wl {
-            edge_cl[seg] = w;
-        } else if fits {
-            put_val(out + j, w);
-        }
-    }
-    subgroupBarrier();
-}
-
-// COMPACT = 1: the bits the segments after `seg` put into word `w` (they start in it).
-fn edge_bits_after(seg: u32, w: u32, nseg: u32) -> u32 {
-    var acc = 0u;
-    for (var k = seg + 1u; k < nseg; k++) {
-        let fk = edge_first[k];
-        if fk == NO_WORD {
-            continue;
-        }
-        if fk != w {
-            break;
-        }
-        acc |= edge_cf[k];
-    }
-    return acc;
-}
-
-// COMPACT = 1, after every round and a barrier: each shared word is written once, by the first segment
-// that touches it, OR-ing the bits of every segment that does.
-fn combine_edges(lid: u32, out: u32, fits: bool, sg_size: u32) {
-    let nseg = ROUNDS * (WG / sg_size);
-    if lid >= nseg || edge_first[lid] == NO_WORD || !fits {
-        return;
-    }
-    let f = edge_first[lid];
-    let l = edge_last[lid];
-    if l != f {
-        // Its last word: no earlier segment reaches it; later ones may start in it.
-        put_val(out + l, edge_cl[lid] | edge_bits_after(lid, l, nseg));
-    }
-    // Its first word, unless an earlier segment already ends in it.
-    var owner = true;
-    for (var k = lid; k > 0u; k--) {
-        if edge_first[k - 1u] == NO_WORD {
-            continue;
-        }
-        owner = edge_last[k - 1u] < f;
-        break;
-    }
-    if owner {
-        put_val(out + f, edge_cf[lid] | edge_bits_after(lid, f, nseg));
-    }
-}
-#endif
 
 // The vec4 `q` of tile `t`; the final partial tile is read word by word and zero-extended.
 fn load_vec(t: u32, q: u32) -> vec4<u32> {
@@ -426,8 +219,6 @@ fn valid_bits(t: u32, q: u32) -> u32 {
 @compute @workgroup_size(128)
 fn compress(
     @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
 #if SUBGROUP
     @builtin(subgroup_id) sg_id: u32,
     @builtin(subgroup_invocation_id) sg_lane: u32,
@@ -469,27 +260,10 @@ fn compress(
         atomicStore(&stage[i], 0u);
     }
     atomicStore(&wg_mask[lid], 0u);
-    // SPEC = 1 (experiment): the tile this workgroup's id names is loaded while the ticket comes back,
-    // since on most GPUs workgroups start in id order and get that ticket; another ticket reloads.
-    let guess = wid.y * nwg.x + wid.x;
-    var held: array<vec4<u32>, ROUNDS>;
-    if SPEC == 1u && guess < p.tiles {
-        for (var r = 0u; r < ROUNDS; r++) {
-            held[r] = load_vec(guess, r * WG + li);
-        }
-    }
     let tile = workgroupUniformLoad(&wg_tile);
     if tile >= p.tiles {
         return;
     }
-    // SPEC = 2 (experiment): every round is loaded before any is processed, so the fused forward's
-    // stores of `a` cannot hold the next round's loads back (the compiler cannot know they do not alias).
-    if SPEC == 2u {
-        for (var r = 0u; r < ROUNDS; r++) {
-            held[r] = load_vec(tile, r * WG + li);
-        }
-    }
-    let use_held = (SPEC == 1u && tile == guess) || SPEC == 2u;
 
     // Read the tile for its mask and counts (the compaction below reads it again, from the cache).
     // Rounds and elements are indexed by loop counters with constant trip counts only (no
@@ -501,12 +275,7 @@ fn compress(
 #endif
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        var x: vec4<u32>;
-        if use_held {
-            x = held[r];
-        } else {
-            x = load_vec(tile, q);
-        }
+        var x = load_vec(tile, q);
 #if FUSED_FWD
         x = relu_vec(x);
         let a = act_vec(x, p.act);
@@ -701,21 +470,6 @@ fn compress(
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
     var rbit = 0u;
-#if SUBGROUP
-    if COMPACT != 0u {
-        for (var r = 0u; r < ROUNDS; r++) {
-            if COMPACT == 2u {
-                compact_round_stage(r, m[r], stored_vec(tile, r * WG + li), excl[r], rbit, width, out, fits, sg_id, sg_lane, sg_size);
-            } else {
-                compact_round_shuffle(r, m[r], stored_vec(tile, r * WG + li), excl[r], rbit, width, out, fits, sg_id, sg_lane, sg_size);
-            }
-            rbit += totals[r] * width;
-        }
-        workgroupBarrier();
-        combine_edges(lid, out, fits, sg_size);
-        return;
-    }
-#endif
     for (var r = 0u; r < ROUNDS; r++) {
         let mr = m[r];
         // The input is read again here rather than kept in registers across the scan and look-back:
@@ -723,17 +477,11 @@ fn compress(
         // held, 0.27 ms with compaction dropped), and this re-read hits the cache, not DRAM.
         let vr = stored_vec(tile, r * WG + li);
         let carry = rbit & 31u;
-        let pos = carry + excl[r] * width;
-        if CWIDTH == 1u {
-            // Experiment: the width as a constant in each call, so the compiler specialises it.
-            if width == STORE_BITS {
-                emit_vec(vr, mr, pos, STORE_BITS);
-            } else {
-                emit_vec(vr, mr, pos, STORE_BITS - 1u);
-            }
-        } else {
-            emit_vec(vr, mr, pos, width);
-        }
+        var pos = carry + excl[r] * width;
+        pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
+        pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
+        pos = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
+        pos = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
         workgroupBarrier();
         // Complete words go out now (all words after the last round, whose last word is padded);
         // reading them also clears them for the next round.

@@ -106,6 +106,42 @@ const STORE_BITS: u32 = BITS;
 // Word offset (in `vals_in` / the arena) of this workgroup's tile stream.
 var<private> stream_base: u32;
 
+// How a round's output words are decoded (measured on the H200, docs/PERFORMANCE.md): each output
+// word's values lie in at most two stream words, which are loaded unconditionally (clamped to the
+// binding; words past a tile's stream are read but never used) and all before any is decoded, so a
+// tile costs one memory latency for its values instead of one per word behind branches; the stream
+// is read straight from memory (neighbouring threads read neighbouring words: coalesced, L1 hits),
+// not staged in workgroup memory. The width is passed to the decoding functions as a constant (the
+// stored width, or one less under sign packing) so the compiler specialises their arithmetic, and
+// unpacked 16-bit values take a loop-free path. Each of these steps was measured faster; the
+// decompress is issue-bound as much as latency-bound.
+
+// The four words of selection bits of a round's mask bits `mr`.
+fn word_bits(mr: u32) -> vec4<u32> {
+    return vec4<u32>(mr, mr >> EPW, mr >> (2u * EPW), mr >> (3u * EPW)) & vec4<u32>(WORD_BITS_MASK);
+}
+
+// For each of a round's four output words: the stream bits from its first value on (its values
+// packed from bit 0). `k0`: the thread's first value index in the round.
+fn gather_vec(mr: u32, k0: u32, width: u32) -> vec4<u32> {
+    let c = countOneBits(word_bits(mr));
+    let k = vec4<u32>(k0, k0 + c.x, k0 + c.x + c.y, k0 + c.x + c.y + c.z);
+    let lim = val_limit();
+    if BITS == 16u && width == 16u {
+        // Unpacked 16-bit values: value k is half k & 1 of word k >> 1.
+        let wi = vec4<u32>(stream_base) + (k >> vec4<u32>(1u));
+        let lo = vec4<u32>(get_val(min(wi.x, lim)), get_val(min(wi.y, lim)), get_val(min(wi.z, lim)), get_val(min(wi.w, lim)));
+        let hi = vec4<u32>(get_val(min(wi.x + 1u, lim)), get_val(min(wi.y + 1u, lim)), get_val(min(wi.z + 1u, lim)), get_val(min(wi.w + 1u, lim)));
+        return select(lo, (lo >> vec4<u32>(16u)) | (hi << vec4<u32>(16u)), (k & vec4<u32>(1u)) != vec4<u32>(0u));
+    }
+    let pos = k * width;
+    let wi = vec4<u32>(stream_base) + (pos >> vec4<u32>(5u));
+    let sh = pos & vec4<u32>(31u);
+    let lo = vec4<u32>(get_val(min(wi.x, lim)), get_val(min(wi.y, lim)), get_val(min(wi.z, lim)), get_val(min(wi.w, lim)));
+    let hi = vec4<u32>(get_val(min(wi.x + 1u, lim)), get_val(min(wi.y + 1u, lim)), get_val(min(wi.z + 1u, lim)), get_val(min(wi.w + 1u, lim)));
+    return (lo >> sh) | select(vec4<u32>(0u), hi << (vec4<u32>(32u) - sh), sh != vec4<u32>(0u));
+}
+
 // Deposits the values packed from bit 0 of `x` (`width` bits each) into the elements of a word that
 // `bits` selects, in order; the other elements are zero.
 fn take_values(bits: u32, x_in: u32, width: u32) -> u32 {
@@ -120,100 +156,35 @@ fn take_values(bits: u32, x_in: u32, width: u32) -> u32 {
     return w;
 }
 
-// The word whose elements `bits` selects, taken in order from the tile's stream at value index `*k`.
-// The selected values (at most EPW, at most 32 bits together) lie in at most two stream words, read
-// straight from the stream: neighbouring threads read neighbouring words, so the loads coalesce and
-// hit L1. (Staging the stream in workgroup memory first was measured 1.6x slower on the H200, and
-// one load per value instead of per word cost more than half of the kernel's time:
-// docs/PERFORMANCE.md.)
-fn decode_word(bits: u32, k: ptr<function, u32>, width: u32) -> u32 {
-    if bits == 0u {
-        return 0u;
-    }
-    let c = countOneBits(bits);
-    let pos = *k * width;
-    let wi = stream_base + (pos >> 5u);
-    let sh = pos & 31u;
-    var x = get_val(wi) >> sh;
-    if sh + c * width > 32u {
-        x |= get_val(wi + 1u) << (32u - sh);
-    }
-    *k += c;
-    return take_values(bits, x, width);
-}
-
-// BATCH = 1 (experiment): the two stream words of each of a round's four output words are loaded
-// unconditionally, all eight before any is used, so a round costs one memory latency instead of up
-// to eight dependent ones behind branches. BATCH = 2: every round's loads are issued before any round
-// is decoded (BATCH = 3: the same without an array; BATCH = 4: as 2, with a loop-free deposit of
-// unpacked 16-bit values; 5: as 4 with a shift-free gather of them too; 6: as 5, two rounds at a time;
-// 7 / 8: as 5 / 6 with the width a constant in each call). Indices are clamped to the binding (words past a tile's stream are read, never used).
-override BATCH: u32 = 0u;
-override G_EARLY: u32 = 0u;
-
-// The four words of selection bits of a round's mask bits `mr`.
-fn word_bits(mr: u32) -> vec4<u32> {
-    return vec4<u32>(mr, mr >> EPW, mr >> (2u * EPW), mr >> (3u * EPW)) & vec4<u32>(WORD_BITS_MASK);
-}
-
-// For each of a round's output words: its values, packed from bit 0 (the stream bits from its first
-// value on); `k0` is the round's first value index for this thread.
-fn gather_vec(mr: u32, k0: u32, width: u32) -> vec4<u32> {
-    let c = countOneBits(word_bits(mr));
-    let k = vec4<u32>(k0, k0 + c.x, k0 + c.x + c.y, k0 + c.x + c.y + c.z);
-    if BATCH >= 5u && BITS == 16u && width == 16u {
-        // Unpacked 16-bit values: value k is half k & 1 of word k >> 1.
-        let wi = vec4<u32>(stream_base) + (k >> vec4<u32>(1u));
-        let lim = val_limit();
-        let lo = vec4<u32>(get_val(min(wi.x, lim)), get_val(min(wi.y, lim)), get_val(min(wi.z, lim)), get_val(min(wi.w, lim)));
-        let hi = vec4<u32>(get_val(min(wi.x + 1u, lim)), get_val(min(wi.y + 1u, lim)), get_val(min(wi.z + 1u, lim)), get_val(min(wi.w + 1u, lim)));
-        return select(lo, (lo >> vec4<u32>(16u)) | (hi << vec4<u32>(16u)), (k & vec4<u32>(1u)) != vec4<u32>(0u));
-    }
-    let pos = k * width;
-    let wi = vec4<u32>(stream_base) + (pos >> vec4<u32>(5u));
-    let sh = pos & vec4<u32>(31u);
-    let lim = val_limit();
-    let lo = vec4<u32>(get_val(min(wi.x, lim)), get_val(min(wi.y, lim)), get_val(min(wi.z, lim)), get_val(min(wi.w, lim)));
-    let hi = vec4<u32>(get_val(min(wi.x + 1u, lim)), get_val(min(wi.y + 1u, lim)), get_val(min(wi.z + 1u, lim)), get_val(min(wi.w + 1u, lim)));
-    return (lo >> sh) | select(vec4<u32>(0u), hi << (vec4<u32>(32u) - sh), sh != vec4<u32>(0u));
-}
-
-// take_values for 16-bit elements stored unpacked (width 16): the word is x itself, its low half
-// alone, or its low half moved up, with no per-element loop.
+// take_values for unpacked 16-bit values: the word is x itself, its low half, or its low half moved up.
 fn take16(bits: u32, x: u32) -> u32 {
     let b0 = (bits & 1u) != 0u;
     let hi = select(x << 16u, x & 0xffff0000u, b0);
     return select(0u, x & 0xffffu, b0) | select(0u, hi, (bits & 2u) != 0u);
 }
 
-// BATCH >= 7: gather_vec and deposit_vec with `width` as a constant (the stored width, or one less
-// under sign packing), so the compiler specialises their arithmetic.
-fn gather_w(mr: u32, k0: u32, width: u32) -> vec4<u32> {
-    if BATCH >= 7u {
-        if width == STORE_BITS {
-            return gather_vec(mr, k0, STORE_BITS);
-        }
-        return gather_vec(mr, k0, STORE_BITS - 1u);
-    }
-    return gather_vec(mr, k0, width);
-}
-
-fn deposit_w(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
-    if BATCH >= 7u {
-        if width == STORE_BITS {
-            return deposit_vec(mr, x, STORE_BITS);
-        }
-        return deposit_vec(mr, x, STORE_BITS - 1u);
-    }
-    return deposit_vec(mr, x, width);
-}
-
+// A round's four output words from the mask bits `mr` and what `gather_vec` returned for them.
 fn deposit_vec(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
     let b = word_bits(mr);
-    if BATCH >= 4u && BITS == 16u && width == 16u {
+    if BITS == 16u && width == 16u {
         return vec4<u32>(take16(b.x, x.x), take16(b.y, x.y), take16(b.z, x.z), take16(b.w, x.w));
     }
     return vec4<u32>(take_values(b.x, x.x, width), take_values(b.y, x.y, width), take_values(b.z, x.z, width), take_values(b.w, x.w, width));
+}
+
+// `gather_vec` / `deposit_vec` with the width as a constant in each call.
+fn gather_round(mr: u32, k0: u32, width: u32) -> vec4<u32> {
+    if width == STORE_BITS {
+        return gather_vec(mr, k0, STORE_BITS);
+    }
+    return gather_vec(mr, k0, STORE_BITS - 1u);
+}
+
+fn deposit_round(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
+    if width == STORE_BITS {
+        return deposit_vec(mr, x, STORE_BITS);
+    }
+    return deposit_vec(mr, x, STORE_BITS - 1u);
 }
 
 @compute @workgroup_size(128)
@@ -281,74 +252,29 @@ fn decompress(
     let s = wg_scan(counts, li, sg_lane, sg_size);
 
     let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
-#if FUSED_BWD
-    // G_EARLY = 1 (experiment): every round's g is loaded with the stream words, before any store.
-    var g0 = vec4<u32>(0u);
-    var g1 = vec4<u32>(0u);
-    var g2 = vec4<u32>(0u);
-    var g3 = vec4<u32>(0u);
-    if G_EARLY == 1u {
-        g0 = load_g(tile, li);
-        g1 = load_g(tile, WG + li);
-#if !BITS8
-        g2 = load_g(tile, 2u * WG + li);
-        g3 = load_g(tile, 3u * WG + li);
-#endif
-    }
-#endif
+    // Every round's stream words are loaded before any round is decoded; in the fused backward, whose
+    // g loads and activation math need registers too, two rounds at a time (both measured fastest).
     var xs: array<vec4<u32>, ROUNDS>;
-    if BATCH == 2u || BATCH == 4u || BATCH == 5u || BATCH == 7u {
-        for (var r = 0u; r < ROUNDS; r++) {
-            xs[r] = gather_w(m[r], starts[r], width);
-        }
+#if !FUSED_BWD
+    for (var r = 0u; r < ROUNDS; r++) {
+        xs[r] = gather_round(m[r], starts[r], width);
     }
-    // BATCH = 3: as 2, written without an array (named per round, selected by the unrolled round).
-    var x0 = vec4<u32>(0u);
-    var x1 = vec4<u32>(0u);
-    var x2 = vec4<u32>(0u);
-    var x3 = vec4<u32>(0u);
-    if BATCH == 3u {
-        x0 = gather_vec(m[0], starts.x, width);
-        x1 = gather_vec(m[1], starts.y, width);
-#if !BITS8
-        x2 = gather_vec(m[2], starts.z, width);
-        x3 = gather_vec(m[3], starts.w, width);
 #endif
-    }
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        var k = starts[r];
         let mr = m[r];
-        var v: vec4<u32>;
-        if BATCH == 3u {
-            v = deposit_vec(mr, select(select(x0, x1, r == 1u), select(x2, x3, r == 3u), r >= 2u), width);
-        } else if BATCH == 2u || BATCH == 4u || BATCH == 5u || BATCH == 7u {
-            v = deposit_w(mr, xs[r], width);
-        } else if BATCH == 6u || BATCH == 8u {
-            if (r & 1u) == 0u {
-                xs[r] = gather_w(mr, k, width);
-                xs[r + 1u] = gather_w(m[r + 1u], starts[r + 1u], width);
-            }
-            v = deposit_w(mr, xs[r], width);
-        } else if BATCH == 1u {
-            v = deposit_vec(mr, gather_vec(mr, k, width), width);
-        } else {
-            let w0 = decode_word(mr & WORD_BITS_MASK, &k, width);
-            let w1 = decode_word((mr >> EPW) & WORD_BITS_MASK, &k, width);
-            let w2 = decode_word((mr >> (2u * EPW)) & WORD_BITS_MASK, &k, width);
-            let w3 = decode_word((mr >> (3u * EPW)) & WORD_BITS_MASK, &k, width);
-            v = vec4<u32>(w0, w1, w2, w3);
+#if FUSED_BWD
+        if (r & 1u) == 0u {
+            xs[r] = gather_round(mr, starts[r], width);
+            xs[r + 1u] = gather_round(m[r + 1u], starts[r + 1u], width);
         }
+#endif
+        var v = deposit_round(mr, xs[r], width);
 #if FP8_STORE
         v = fp8_lut_vec(v);
 #endif
 #if FUSED_BWD
-        var g: vec4<u32>;
-        if G_EARLY == 1u {
-            g = select(select(g0, g1, r == 1u), select(g2, g3, r == 3u), r >= 2u);
-        } else {
-            g = load_g(tile, q);
-        }
+        let g = load_g(tile, q);
         if p.write_a != 0u {
             let a = act_vec(v, p.act);
             if tile < p.full_tiles {

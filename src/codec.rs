@@ -51,7 +51,7 @@ pub struct CodecConfig {
     /// Tests lower it to 1 to drive the fallback path hard.
     pub spin_limit: Option<u32>,
     /// Kernel tuning constants, same syntax as `BITSPARSE_KERNEL_CONSTANTS` (which applies when this
-    /// is `None`), e.g. `compress.COMPACT=1`; validated when the pipelines are built
+    /// is `None`), e.g. `compress.LOOKBACK_PER_LANE=4`; validated when the pipelines are built
     /// (`Error::InvalidArgument`). For A/B measurements and tests of experimental kernel paths.
     pub kernel_constants: Option<String>,
 }

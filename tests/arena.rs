@@ -119,11 +119,9 @@ fn fused_case(ctx: &GpuContext, codec: &Codec, n: usize, act: Activation, sign_p
 #[test]
 fn fused_forward_backward_match_cpu() {
     let Some(ctx) = common::vulkan() else { return };
-    let compact = CodecConfig { kernel_constants: Some("compress.COMPACT=1,compress.SPEC=1,decompress.BATCH=1".into()), ..Default::default() };
     for codec in [
         Codec::new(&ctx.device).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),
-        Codec::with_config(&ctx.device, compact).unwrap(),
     ] {
         for act in [Activation::Relu, Activation::Relu2] {
             for n in [1, 33, 4095, 4096, 4097, 5 * 4096 + 1001] {

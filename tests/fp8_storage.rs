@@ -231,8 +231,6 @@ fn codecs(ctx: &GpuContext) -> Vec<Codec> {
     vec![
         Codec::new(&ctx.device).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),
-        // The experimental staging-free compaction (compress.COMPACT=1) with FP8 codes in 16-bit lanes.
-        Codec::with_config(&ctx.device, CodecConfig { kernel_constants: Some("compress.COMPACT=1,compress.SPEC=1,decompress.BATCH=1".into()), ..Default::default() }).unwrap(),
     ]
 }
 

@@ -30,10 +30,10 @@ fn subgroup_codec(ctx: &GpuContext) -> Codec {
     codec
 }
 
-/// The experimental kernels: staging-free compaction (`compress.COMPACT=1`, subgroup path) and the
-/// batched value loads of the decompress (`decompress.BATCH=1`).
-fn compact_codec(ctx: &GpuContext) -> Codec {
-    let cfg = CodecConfig { kernel_constants: Some("compress.COMPACT=1,compress.SPEC=1,decompress.BATCH=1".into()), ..Default::default() };
+/// A look-back window of 4 statuses per lane (`compress.LOOKBACK_PER_LANE=4`, the tuning knob's other
+/// look-back path), with the fallback forced at once (`spin_limit` 1).
+fn lookback4_codec(ctx: &GpuContext) -> Codec {
+    let cfg = CodecConfig { kernel_constants: Some("compress.LOOKBACK_PER_LANE=4".into()), spin_limit: Some(1), ..Default::default() };
     let codec = Codec::with_config(&ctx.device, cfg).expect("codec");
     assert_eq!(codec.path(), Path::Subgroup);
     codec
@@ -63,10 +63,10 @@ matrix_tests! {
     matrix_f16_portable: DType::F16, portable_codec;
     matrix_e4m3_portable: DType::E4m3, portable_codec;
     matrix_e5m2_portable: DType::E5m2, portable_codec;
-    matrix_bf16_compact: DType::Bf16, compact_codec;
-    matrix_f16_compact: DType::F16, compact_codec;
-    matrix_e4m3_compact: DType::E4m3, compact_codec;
-    matrix_e5m2_compact: DType::E5m2, compact_codec;
+    matrix_bf16_lookback4: DType::Bf16, lookback4_codec;
+    matrix_f16_lookback4: DType::F16, lookback4_codec;
+    matrix_e4m3_lookback4: DType::E4m3, lookback4_codec;
+    matrix_e5m2_lookback4: DType::E5m2, lookback4_codec;
 }
 
 /// Special bit patterns: −0.0, NaN payloads, infinities, subnormals, all-ones, and their neighbours.
@@ -183,23 +183,22 @@ fn many_tiles_one_dispatch_bit_exact() {
     }
 }
 
-/// The staging-free compaction across many tiles in one dispatch (shared edge words between segments
-/// of every size, incl. empty ones at low density), and a tuning spec the shaders cannot take is a
-/// typed error at construction.
+/// The look-back window of 4 statuses per lane across many tiles in one dispatch, and a tuning spec
+/// the shaders cannot take is a typed error at construction.
 #[test]
-fn compact_many_tiles_and_bad_spec() {
+fn lookback4_many_tiles_and_bad_spec() {
     let Some(ctx) = common::vulkan() else { return };
-    let codec = compact_codec(&ctx);
+    let codec = lookback4_codec(&ctx);
     for (rho, dtype) in [(0.003, DType::Bf16), (0.7, DType::Bf16), (0.05, DType::E4m3)] {
         let d = cpu::synthetic_relu2(300 * 4096 + 11, rho, dtype, 5);
         for sign_pack in [false, true] {
             let opts = Options { sign_pack };
             let want = cpu::compress(&d, dtype, opts).unwrap();
             let got = host::compress_to_vec(&codec, &ctx.device, &ctx.queue, &d, dtype, opts).unwrap();
-            assert!(got == want, "{dtype:?} rho={rho} sign_pack={sign_pack}: staging-free stream differs from the CPU reference");
+            assert!(got == want, "{dtype:?} rho={rho} sign_pack={sign_pack}: stream differs from the CPU reference");
         }
     }
-    for bad in ["compress.COMPACT=3", "compress.NOPE=1", "decompress.COMPACT=1"] {
+    for bad in ["compress.LOOKBACK_PER_LANE=9", "compress.NOPE=1", "decompress.SPIN_LIMIT=1"] {
         let r = Codec::with_config(&ctx.device, CodecConfig { kernel_constants: Some(bad.into()), ..Default::default() });
         assert!(matches!(r, Err(bitsparse::Error::InvalidArgument(_))), "{bad:?} was accepted");
     }
