@@ -130,6 +130,8 @@ const STORE_BITS: u32 = BITS;
 // complete words are stored as soon as it is staged and its last partial word is carried to word 0
 // of the next round. Size: a round's values plus the carried bits (< 32).
 const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
+// Experiment switch (BITSPARSE_KERNEL_CONSTANTS=compress.PACK=1): see the compaction in `compress`.
+override PACK: u32 = 0u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_tile: u32;
@@ -470,6 +472,55 @@ fn compress(
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
     var rbit = 0u;
+    if PACK == 1u {
+        // Experiment: as many consecutive rounds per staging pass as the staging words hold (at
+        // ρ = 0.176 usually the whole tile: 2 barriers instead of 8), with the same carry rules.
+        var r0 = 0u;
+        loop {
+            if r0 >= ROUNDS {
+                break;
+            }
+            let carry = rbit & 31u;
+            var end = carry + totals[r0] * width;
+            var r1 = r0 + 1u;
+            for (var r = 1u; r < ROUNDS; r++) {
+                if r == r1 && end + totals[r] * width <= STAGE_WORDS * 32u {
+                    end += totals[r] * width;
+                    r1 += 1u;
+                }
+            }
+            var acc = carry;
+            for (var r = 0u; r < ROUNDS; r++) {
+                if r >= r0 && r < r1 {
+                    let mr = m[r];
+                    let vr = stored_vec(tile, r * WG + li);
+                    var pos = acc + excl[r] * width;
+                    pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
+                    pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
+                    pos = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
+                    pos = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
+                    acc += totals[r] * width;
+                }
+            }
+            workgroupBarrier();
+            let last = r1 == ROUNDS;
+            let n_store = select(end >> 5u, (end + 31u) >> 5u, last);
+            let w0 = out + (rbit >> 5u);
+            for (var i = lid; i < n_store; i += WG) {
+                let w = atomicExchange(&stage[i], 0u);
+                if fits {
+                    put_val(w0 + i, w);
+                }
+            }
+            if lid == 0u && !last && (end & 31u) != 0u && (end >> 5u) != 0u {
+                atomicStore(&stage[0], atomicExchange(&stage[end >> 5u], 0u));
+            }
+            workgroupBarrier();
+            rbit += end - carry;
+            r0 = r1;
+        }
+        return;
+    }
     for (var r = 0u; r < ROUNDS; r++) {
         let mr = m[r];
         // The input is read again here rather than kept in registers across the scan and look-back:
