@@ -124,14 +124,13 @@ fn fp8_record_amax(a: u32) {}
 const STORE_BITS: u32 = BITS;
 #endif
 
-// Values are staged one round (WG * EPV elements) at a time, not a whole tile: workgroup memory is
-// what limits how many workgroups an SM keeps resident on the H200, and a whole tile's 8 KB of
-// staging halved the kernel's speed (docs/PERFORMANCE.md). A round's stream is contiguous, so its
-// complete words are stored as soon as it is staged and its last partial word is carried to word 0
-// of the next round. Size: a round's values plus the carried bits (< 32).
+// Values are staged in passes of consecutive rounds whose values fit the words one full round
+// (WG * EPV elements, all nonzero) needs, not a whole tile: workgroup memory is what limits how many
+// workgroups an SM keeps resident on the H200, and a whole tile's 8 KB of staging halved the kernel's
+// speed (docs/PERFORMANCE.md). A pass's stream is contiguous, so its complete words are stored as soon
+// as it is staged and its last partial word is carried to word 0 of the next pass. Size: a round's
+// values plus the carried bits (< 32).
 const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
-// Experiment switch (BITSPARSE_KERNEL_CONSTANTS=compress.PACK=1): see the compaction in `compress`.
-override PACK: u32 = 0u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_tile: u32;
@@ -472,72 +471,42 @@ fn compress(
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
     var rbit = 0u;
-    if PACK == 1u {
-        // Experiment: as many consecutive rounds per staging pass as the staging words hold (at
-        // ρ = 0.176 usually the whole tile: 2 barriers instead of 8), with the same carry rules.
-        var r0 = 0u;
-        loop {
-            if r0 >= ROUNDS {
-                break;
-            }
-            let carry = rbit & 31u;
-            var end = carry + totals[r0] * width;
-            var r1 = r0 + 1u;
-            for (var r = 1u; r < ROUNDS; r++) {
-                if r == r1 && end + totals[r] * width <= STAGE_WORDS * 32u {
-                    end += totals[r] * width;
-                    r1 += 1u;
-                }
-            }
-            var acc = carry;
-            for (var r = 0u; r < ROUNDS; r++) {
-                if r >= r0 && r < r1 {
-                    let mr = m[r];
-                    let vr = stored_vec(tile, r * WG + li);
-                    var pos = acc + excl[r] * width;
-                    pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
-                    pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
-                    pos = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
-                    pos = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
-                    acc += totals[r] * width;
-                }
-            }
-            workgroupBarrier();
-            let last = r1 == ROUNDS;
-            let n_store = select(end >> 5u, (end + 31u) >> 5u, last);
-            let w0 = out + (rbit >> 5u);
-            for (var i = lid; i < n_store; i += WG) {
-                let w = atomicExchange(&stage[i], 0u);
-                if fits {
-                    put_val(w0 + i, w);
-                }
-            }
-            if lid == 0u && !last && (end & 31u) != 0u && (end >> 5u) != 0u {
-                atomicStore(&stage[0], atomicExchange(&stage[end >> 5u], 0u));
-            }
-            workgroupBarrier();
-            rbit += end - carry;
-            r0 = r1;
+    // Compaction in staging passes: as many consecutive rounds per pass as the staging words hold
+    // (at ρ = 0.176 usually the whole tile, at ρ = 1 one round), then the pass's complete words are
+    // stored and its partial last word is carried to word 0 of the next pass. The input is read again
+    // here rather than kept in registers across the scan and look-back: holding it cost occupancy
+    // (measured on the H200: the kernel took 0.45 ms with the values held, 0.27 ms with compaction
+    // dropped), and this re-read hits the cache, not DRAM. Packing rounds into passes was measured
+    // 3 % faster for BF16 and 12 % for FP8 than one pass per round (docs/PERFORMANCE.md).
+    var r0 = 0u;
+    loop {
+        if r0 >= ROUNDS {
+            break;
         }
-        return;
-    }
-    for (var r = 0u; r < ROUNDS; r++) {
-        let mr = m[r];
-        // The input is read again here rather than kept in registers across the scan and look-back:
-        // holding it cost occupancy (measured on the H200: the kernel took 0.45 ms with the values
-        // held, 0.27 ms with compaction dropped), and this re-read hits the cache, not DRAM.
-        let vr = stored_vec(tile, r * WG + li);
         let carry = rbit & 31u;
-        var pos = carry + excl[r] * width;
-        pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
-        pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
-        pos = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
-        pos = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
+        var end = carry + totals[r0] * width;
+        var r1 = r0 + 1u;
+        for (var r = 1u; r < ROUNDS; r++) {
+            if r == r1 && end + totals[r] * width <= STAGE_WORDS * 32u {
+                end += totals[r] * width;
+                r1 += 1u;
+            }
+        }
+        var acc = carry;
+        for (var r = 0u; r < ROUNDS; r++) {
+            if r >= r0 && r < r1 {
+                let mr = m[r];
+                let vr = stored_vec(tile, r * WG + li);
+                var pos = acc + excl[r] * width;
+                pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
+                pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);
+                pos = emit_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, pos, width);
+                pos = emit_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, pos, width);
+                acc += totals[r] * width;
+            }
+        }
         workgroupBarrier();
-        // Complete words go out now (all words after the last round, whose last word is padded);
-        // reading them also clears them for the next round.
-        let end = carry + totals[r] * width;
-        let last = r + 1u == ROUNDS;
+        let last = r1 == ROUNDS;
         let n_store = select(end >> 5u, (end + 31u) >> 5u, last);
         let w0 = out + (rbit >> 5u);
         for (var i = lid; i < n_store; i += WG) {
@@ -546,13 +515,12 @@ fn compress(
                 put_val(w0 + i, w);
             }
         }
-        // The partial last word becomes word 0 of the next round (word 0 was cleared just above by
-        // invocation 0 itself whenever the partial word is not word 0).
         if lid == 0u && !last && (end & 31u) != 0u && (end >> 5u) != 0u {
             atomicStore(&stage[0], atomicExchange(&stage[end >> 5u], 0u));
         }
         workgroupBarrier();
-        rbit += totals[r] * width;
+        rbit += end - carry;
+        r0 = r1;
     }
 }
 

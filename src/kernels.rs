@@ -150,17 +150,16 @@ fn tuning_constants(spec: Option<&str>, kernel: &str, consts: &mut Vec<(&'static
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-const TUNABLE: [(&str, &str, f64, f64); 3] = [
+const TUNABLE: [(&str, &str, f64, f64); 2] = [
     ("compress", "SPIN_LIMIT", 1.0, 1e9),
     ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
-    ("compress", "PACK", 0.0, 1.0),
 ];
 
 /// Parses `spec` (`kernel.NAME=value`, comma-separated) and applies its items for `kernel`. Unknown
 /// kernels or names, and values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
 fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let bad = |why: &str| Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: {why} in {item:?} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8, compress.PACK 0..=1)"));
+        let bad = |why: &str| Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: {why} in {item:?} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"));
         let (name, value) = item.split_once('=').ok_or_else(|| bad("no '='"))?;
         let (k, name) = name.trim().split_once('.').ok_or_else(|| bad("no kernel prefix"))?;
         let value: f64 = value.trim().parse().map_err(|_| bad("not a number"))?;
