@@ -10,7 +10,7 @@
 //! pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--compile-only]
 //! ```
 //! `--constants` adds override constants to the pipelines of the named entry point, in the syntax of
-//! `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.COMPACT=1,decompress.BATCH=2,compress.SCAN_SLOTS=4`), so
+//! `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.SCAN_SLOTS=4,decompress.SCAN_SLOTS=4,compress.LOOKBACK_PER_LANE=2`), so
 //! the statistics of an experiment's variant can be read before it is timed.
 //! `--compile-only` builds every pipeline without asking for statistics: a check of the SPIR-V and layouts on
 //! drivers without the extension (lavapipe), reporting only what naga knows (workgroup size and memory).
