@@ -121,6 +121,12 @@ fn word_bits(mr: u32) -> vec4<u32> {
     return vec4<u32>(mr, mr >> EPW, mr >> (2u * EPW), mr >> (3u * EPW)) & vec4<u32>(WORD_BITS_MASK);
 }
 
+// Four stream words, each index clamped to `lim` (the last word the binding holds).
+fn get_vals(wi: vec4<u32>, lim: u32) -> vec4<u32> {
+    let i = min(wi, vec4<u32>(lim));
+    return vec4<u32>(get_val(i.x), get_val(i.y), get_val(i.z), get_val(i.w));
+}
+
 // For each of a round's four output words: the stream bits from its first value on (its values
 // packed from bit 0). `k0`: the thread's first value index in the round.
 fn gather_vec(mr: u32, k0: u32, width: u32) -> vec4<u32> {
@@ -130,15 +136,15 @@ fn gather_vec(mr: u32, k0: u32, width: u32) -> vec4<u32> {
     if BITS == 16u && width == 16u {
         // Unpacked 16-bit values: value k is half k & 1 of word k >> 1.
         let wi = vec4<u32>(stream_base) + (k >> vec4<u32>(1u));
-        let lo = vec4<u32>(get_val(min(wi.x, lim)), get_val(min(wi.y, lim)), get_val(min(wi.z, lim)), get_val(min(wi.w, lim)));
-        let hi = vec4<u32>(get_val(min(wi.x + 1u, lim)), get_val(min(wi.y + 1u, lim)), get_val(min(wi.z + 1u, lim)), get_val(min(wi.w + 1u, lim)));
+        let lo = get_vals(wi, lim);
+        let hi = get_vals(wi + vec4<u32>(1u), lim);
         return select(lo, (lo >> vec4<u32>(16u)) | (hi << vec4<u32>(16u)), (k & vec4<u32>(1u)) != vec4<u32>(0u));
     }
     let pos = k * width;
     let wi = vec4<u32>(stream_base) + (pos >> vec4<u32>(5u));
     let sh = pos & vec4<u32>(31u);
-    let lo = vec4<u32>(get_val(min(wi.x, lim)), get_val(min(wi.y, lim)), get_val(min(wi.z, lim)), get_val(min(wi.w, lim)));
-    let hi = vec4<u32>(get_val(min(wi.x + 1u, lim)), get_val(min(wi.y + 1u, lim)), get_val(min(wi.z + 1u, lim)), get_val(min(wi.w + 1u, lim)));
+    let lo = get_vals(wi, lim);
+    let hi = get_vals(wi + vec4<u32>(1u), lim);
     return (lo >> sh) | select(vec4<u32>(0u), hi << (vec4<u32>(32u) - sh), sh != vec4<u32>(0u));
 }
 
