@@ -58,16 +58,61 @@ fn grad_bits(r: u32, g: u32, act: u32) -> u32 {
     return f32_to_bf16(2.0 * bf16_to_f32(r) * bf16_to_f32(g));
 }
 
+// ---- the same functions on a word of two BF16 values at once (what the codec kernels use) ----
+// Bit 15 / bit 31 of a "flags" word stand for the low / high value. The per-value functions above stay
+// the definition (and the demo trainer's); these compute the same bits with fewer integer operations,
+// which the plain and fused kernels are bound by on the H200 (docs/PERFORMANCE.md).
+
+const SIGNS: u32 = 0x80008000u;
+const MAGS: u32 = 0x7fff7fffu;
+
+// Flags of the NaN values of `w`: |x| > 0x7f80 sets bit 15 of its half (no carry crosses halves:
+// 0x7fff + 0x7f < 0x10000).
+fn nan_flags(w: u32) -> u32 {
+    return ((w & MAGS) + 0x007f007fu) & SIGNS;
+}
+
+// The halves whose flag is set, as a mask of 0xffff per half.
+fn halves(flags: u32) -> u32 {
+    return (flags >> 15u) * 0xffffu;
+}
+
+// f32 bits → BF16 bits in the high half (round to nearest even), for a non-NaN `b`.
+fn rne_high(b: u32) -> u32 {
+    return (b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u;
+}
+
+// relu_bits on both halves: a value with its sign bit set becomes +0 unless it is a NaN.
 fn relu_word(w: u32) -> u32 {
-    return relu_bits(w & 0xffffu) | (relu_bits(w >> 16u) << 16u);
+    return w & ~halves(w & SIGNS & ~nan_flags(w));
 }
 
+// act_bits on both halves. r² of a non-NaN r is never NaN, so only NaN inputs need the canonical NaN.
 fn act_word(w: u32, act: u32) -> u32 {
-    return act_bits(w & 0xffffu, act) | (act_bits(w >> 16u, act) << 16u);
+    if act == 0u {
+        return w;
+    }
+    let lo = bitcast<f32>(w << 16u);
+    let hi = bitcast<f32>(w & 0xffff0000u);
+    let sq = (rne_high(bitcast<u32>(lo * lo)) >> 16u) | rne_high(bitcast<u32>(hi * hi));
+    let nan = halves(nan_flags(w));
+    return (sq & ~nan) | (0x7fc07fc0u & nan);
 }
 
+// grad_bits on both halves.
 fn grad_word(r: u32, g: u32, act: u32) -> u32 {
-    return grad_bits(r & 0xffffu, g & 0xffffu, act) | (grad_bits(r >> 16u, g >> 16u, act) << 16u);
+    if act == 0u {
+        // g where r > 0: magnitude nonzero, sign clear, not NaN.
+        let nonzero = ((r & MAGS) + MAGS) & SIGNS;
+        return g & halves(nonzero & ~r & ~nan_flags(r));
+    }
+    // 2·r·g, evaluated as (2·r)·g like grad_bits; it is NaN for 0·∞ as well as for NaN inputs.
+    let p_lo = bitcast<u32>(2.0 * bitcast<f32>(r << 16u) * bitcast<f32>(g << 16u));
+    let p_hi = bitcast<u32>(2.0 * bitcast<f32>(r & 0xffff0000u) * bitcast<f32>(g & 0xffff0000u));
+    let out = (rne_high(p_lo) >> 16u) | rne_high(p_hi);
+    let p_nan = select(0u, 0x8000u, (p_lo & 0x7fffffffu) > 0x7f800000u) | select(0u, 0x80000000u, (p_hi & 0x7fffffffu) > 0x7f800000u);
+    let nan = halves(nan_flags(r) | nan_flags(g) | p_nan);
+    return (out & ~nan) | (0x7fc07fc0u & nan);
 }
 
 fn relu_vec(v: vec4<u32>) -> vec4<u32> {
