@@ -190,6 +190,14 @@ fn disturbed(copy: f64, best: f64) -> bool {
     copy.is_nan() || copy < DISTURBED_FRACTION * best
 }
 
+/// Whether a batch timed so far with these interleaved copies (GB/s, one per timing) is timed again,
+/// given the run's best copy at its size (`Some(0.0)`: none yet, `None`: a CPU adapter).
+fn time_again(copies: &[f64], best_copy: Option<f64>) -> bool {
+    let Some(best) = best_copy else { return false };
+    let fastest = copies.iter().copied().fold(f64::NAN, f64::max);
+    copies.len() <= DISTURBED_RETRIES as usize && ((best == 0.0 && copies.len() == 1) || disturbed(fastest, best))
+}
+
 /// Makes the batch's cases, times them interleaved, checks them, and turns them into rows.
 /// `best_copy`: the fastest batch copy (GB/s, median) this run has measured at this size so far, 0 if
 /// none (then the batch is timed twice, so one disturbed timing cannot set the reference), `None` on a
@@ -219,12 +227,10 @@ fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: O
     // `DISTURBED_RETRIES` more times while its copy stays below `DISTURBED_FRACTION` of the best copy
     // this run has seen at this size. The first batch of a size has no reference yet: it is always
     // timed twice. The attempt with the fastest copy is kept, and a note gives every attempt's copy.
-    let first = best_copy == Some(0.0);
-    let best_copy = best_copy.unwrap_or(0.0);
     let mut times = time_cases(ctx, &cases, sweep, mode)?;
     let mut copies = vec![gbps(copy_bytes, median(&times[0]))];
     let mut copy_gbps = copies[0];
-    while copies.len() <= DISTURBED_RETRIES as usize && ((first && copies.len() == 1) || disturbed(copy_gbps, best_copy)) {
+    while time_again(&copies, best_copy) {
         let again = time_cases(ctx, &cases, sweep, mode)?;
         let g = gbps(copy_bytes, median(&again[0]));
         copies.push(g);
@@ -234,7 +240,7 @@ fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: O
         }
     }
     let mut out = BatchOut { rows: Vec::new(), notes: Vec::new(), copy_gbps_samples: times[0].iter().map(|&ms| gbps(copy_bytes, ms)).collect() };
-    let reference = best_copy.max(copy_gbps);
+    let reference = best_copy.unwrap_or(0.0).max(copy_gbps);
     if copies.iter().any(|&g| disturbed(g, reference)) {
         let list: Vec<String> = copies.iter().map(|g| format!("{g:.0}")).collect();
         let still = if disturbed(copy_gbps, reference) { "; still below: compare its copy_fraction, not its ms" } else { "" };
@@ -343,7 +349,19 @@ fn time_cases(ctx: &BatchCtx<'_>, cases: &[Box<dyn Case + '_>], sweep: &Resolved
 
 #[cfg(test)]
 mod tests {
-    use super::disturbed;
+    use super::{disturbed, time_again};
+
+    #[test]
+    fn a_batch_is_timed_again_while_disturbed_and_the_first_one_twice() {
+        assert!(!time_again(&[4000.0], None), "CPU adapters: once");
+        assert!(time_again(&[4000.0], Some(0.0)), "the first batch of a size: twice");
+        assert!(!time_again(&[1600.0, 4000.0], Some(0.0)));
+        assert!(!time_again(&[3900.0], Some(4050.0)));
+        assert!(time_again(&[1600.0], Some(4050.0)));
+        assert!(time_again(&[1600.0, 1700.0], Some(4050.0)));
+        assert!(!time_again(&[1600.0, 1700.0, 1650.0], Some(4050.0)), "at most two more timings");
+        assert!(!time_again(&[1600.0, 4000.0], Some(4050.0)), "a good timing ends it");
+    }
 
     #[test]
     fn disturbed_batches_are_those_well_below_the_best_copy() {
