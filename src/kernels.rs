@@ -325,7 +325,7 @@ mod tests {
     fn tuning_spec_applies_to_its_kernel_only() {
         let mut c = vec![("SPIN_LIMIT", 64.0), ("LOOKBACK_PER_LANE", 1.0)];
         apply_tuning(" compress.LOOKBACK_PER_LANE = 4 ,compress.SPIN_LIMIT=16", "compress", &mut c).unwrap();
-        c.sort_by(|a, b| a.0.cmp(&b.0));
+        c.sort_by(|a, b| a.0.cmp(b.0));
         assert_eq!(c, vec![("LOOKBACK_PER_LANE", 4.0), ("SPIN_LIMIT", 16.0)]);
         let mut d = Vec::new();
         apply_tuning("compress.LOOKBACK_PER_LANE=4", "decompress", &mut d).unwrap();
