@@ -29,7 +29,7 @@ fn main() {
     let a2 = synthetic_relu2(n, 0.05, DType::Bf16, 12);
     let mut rng = SplitMix64(13);
     let z: Vec<u8> = (0..TOKENS * 256).flat_map(|_| (normal(&mut rng) as f32 - 0.9).to_le_bytes()).collect();
-    let ids: Vec<u8> = (0..TOKENS).flat_map(|_| ((rng.next() % 50257) as i64).to_le_bytes()).collect();
+    let ids: Vec<u8> = (0..TOKENS).flat_map(|_| ((rng.next_u64() % 50257) as i64).to_le_bytes()).collect();
     let shape = [TOKENS, HIDDEN];
     let bytes = safetensors::write(
         &[

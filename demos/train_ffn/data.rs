@@ -1,5 +1,6 @@
 //! The training text and batches: next-character prediction from the previous `context` characters.
 
+use bitsparse::cpu::SplitMix64;
 use bitsparse::{Error, Result};
 
 /// The shipped public-domain text (see demos/data/README.md).
@@ -42,39 +43,17 @@ impl Corpus {
     /// characters at p, p−1, …, p−k+1 (slot j uses rows j·V .. (j+1)·V) and the target id at p+1.
     /// Depends only on (seed, step), so every cache mode sees the same data.
     pub fn batch(&self, seed: u64, step: u32, tokens: u32, context: u32) -> (Vec<u32>, Vec<u32>) {
-        let mut rng = SplitMix64::new(seed ^ 0xda7a_5eed ^ ((step as u64) << 32));
+        let mut rng = SplitMix64(seed ^ 0xda7a_5eed ^ ((step as u64) << 32));
         let span = (self.ids.len() - context as usize - 1) as u64;
         let mut rows = Vec::with_capacity((tokens * context) as usize);
         let mut targets = Vec::with_capacity(tokens as usize);
         for _ in 0..tokens {
-            let p = context as usize - 1 + (rng.next() % span) as usize;
+            let p = context as usize - 1 + (rng.next_u64() % span) as usize;
             for j in 0..context as usize {
                 rows.push(j as u32 * self.vocab + self.ids[p - j] as u32);
             }
             targets.push(self.ids[p + 1] as u32);
         }
         (rows, targets)
-    }
-}
-
-/// SplitMix64: a tiny, well-mixed PRNG so the data and the initial weights depend only on the seed.
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [-1, 1).
-    pub fn symmetric(&mut self) -> f32 {
-        ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
 }

@@ -9,11 +9,12 @@
 //! submits once; statistics (loss, weight hashes, nonzero counts) accumulate in a GPU history buffer that
 //! the host copies out only at logging points.
 
+use bitsparse::cpu::SplitMix64;
 use bitsparse::{sync, Result};
 
 use super::cache::{self, CacheBytes, HiddenCache, StepBuffers};
 use super::config::{CacheMode, Config};
-use super::data::{Corpus, SplitMix64};
+use super::data::Corpus;
 use super::gpu::{fbits, grid_1d, record, Bind, Dispatch, GemmVariant, Gpu, Kernel};
 
 /// RMS-norm epsilon.
@@ -66,7 +67,7 @@ impl ParamLayout {
     /// Initial weights from the seed: uniform with the standard deviation each tensor wants.
     pub fn init(&self, cfg: &Config) -> Vec<f32> {
         let mut p = vec![0.0f32; self.total as usize];
-        let mut rng = SplitMix64::new(cfg.seed);
+        let mut rng = SplitMix64(cfg.seed);
         let mut fill = |(off, n): (u64, u64), std: f32| {
             let amp = std * 3f32.sqrt();
             for x in &mut p[off as usize..(off + n) as usize] {

@@ -9,7 +9,7 @@ pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -19,7 +19,12 @@ impl SplitMix64 {
 
     /// Uniform in the open interval (0, 1).
     pub fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [-1, 1), on a grid of 2^-23 (24 random bits).
+    pub fn symmetric(&mut self) -> f32 {
+        ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
 }
 
@@ -129,7 +134,7 @@ pub fn synthetic_bits(n: usize, density: f64, dtype: DType, seed: u64) -> Vec<u8
     let mut out = Vec::with_capacity(n * dtype.bytes() as usize);
     for _ in 0..n {
         let v = if rng.unit() < density {
-            let r = rng.next();
+            let r = rng.next_u64();
             if r & 3 == 0 {
                 let specials: &[u16] = if dtype.bytes() == 2 { &SPECIAL16 } else { &SPECIAL8 };
                 specials[((r >> 2) % specials.len() as u64) as usize]
