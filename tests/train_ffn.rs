@@ -25,14 +25,19 @@ fn corpus(cfg: &Config) -> Corpus {
     Corpus::new(trainer::data::DEFAULT_TEXT.as_bytes(), cfg.context).unwrap()
 }
 
+/// Trains `cfg` in each of `modes` on the default corpus, one test at a time (see `SERIAL`).
+fn train(cfg: &Config, modes: &[CacheMode]) -> trainer::Report {
+    let _serial = serial();
+    let corpus = corpus(cfg);
+    let mut gpu = gpu();
+    trainer::run(&mut gpu, cfg, &corpus, modes, &mut |_, _| {}).unwrap()
+}
+
 #[test]
 fn train_bit_identical_small() {
-    let _serial = serial();
     let cfg = Config::tiny();
-    let corpus = corpus(&cfg);
-    let mut gpu = gpu();
     let modes = [CacheMode::DenseBaseline, CacheMode::DenseMinimal, CacheMode::BitSparseCodec, CacheMode::BitSparse];
-    let report = trainer::run(&mut gpu, &cfg, &corpus, &modes, &mut |_, _| {}).unwrap();
+    let report = train(&cfg, &modes);
 
     assert!(report.bit_identical, "modes differ: {:?}", report.mismatch);
     assert_eq!(report.steps, cfg.steps);
@@ -79,15 +84,12 @@ fn train_bit_identical_small() {
 
 #[test]
 fn train_bit_identical_arena_regrow() {
-    let _serial = serial();
     // An arena far too small: the first steps overflow, their gated updates change nothing, the trainer
     // finds the failure at its logging point, grows the arena and re-runs them; the result is still
     // bit-identical to the dense run.
     let mut cfg = Config::tiny();
     cfg.arena_bytes = Some(4096);
-    let corpus = corpus(&cfg);
-    let mut gpu = gpu();
-    let report = trainer::run(&mut gpu, &cfg, &corpus, &[CacheMode::DenseBaseline, CacheMode::BitSparse], &mut |_, _| {}).unwrap();
+    let report = train(&cfg, &[CacheMode::DenseBaseline, CacheMode::BitSparse]);
     assert!(report.bit_identical, "modes differ: {:?}", report.mismatch);
     let arena = report.modes.iter().find(|m| m.mode == "bitsparse").unwrap();
     assert!(arena.regrows >= 1, "the tiny arena never overflowed");
@@ -171,12 +173,9 @@ fn train_gradients_match_cpu_reference() {
 fn train_bit_identical_arena_shrink() {
     // An arena far too large: at the first logging point the library's sizing policy says 1 MiB will
     // do, the trainer recreates it smaller before the next step, and the run stays bit-identical.
-    let _serial = serial();
     let mut cfg = Config::tiny();
     cfg.arena_bytes = Some(8 << 20);
-    let corpus = corpus(&cfg);
-    let mut gpu = gpu();
-    let report = trainer::run(&mut gpu, &cfg, &corpus, &[CacheMode::DenseBaseline, CacheMode::BitSparse], &mut |_, _| {}).unwrap();
+    let report = train(&cfg, &[CacheMode::DenseBaseline, CacheMode::BitSparse]);
     assert!(report.bit_identical, "modes differ: {:?}", report.mismatch);
     let arena = report.modes.iter().find(|m| m.mode == "bitsparse").unwrap();
     assert_eq!((arena.shrinks, arena.regrows), (1, 0));
@@ -189,12 +188,9 @@ fn train_bit_identical_arena_shrink() {
 fn train_fp8_storage_runs_and_is_reported_apart() {
     // FP8 storage is lossy by design: it must not enter the bit-identity verdict, it must store less
     // than the BF16 form, and its loss must stay close to the lossless run's.
-    let _serial = serial();
     let cfg = Config::tiny();
-    let corpus = corpus(&cfg);
-    let mut gpu = gpu();
     let modes = [CacheMode::DenseBaseline, CacheMode::BitSparse, CacheMode::BitSparseFp8(bitsparse::DType::E4m3)];
-    let report = trainer::run(&mut gpu, &cfg, &corpus, &modes, &mut |_, _| {}).unwrap();
+    let report = train(&cfg, &modes);
     assert!(report.bit_identical, "lossless modes differ: {:?}", report.mismatch);
     assert_eq!(report.lossy.len(), 1);
     let f = &report.lossy[0];
