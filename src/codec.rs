@@ -7,7 +7,6 @@
 
 use std::sync::{Arc, Mutex};
 
-
 use crate::error::{Error, Result};
 use crate::format::{self, DType, Layout, Options, TILE};
 pub use crate::kernels::Path;

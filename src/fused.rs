@@ -5,7 +5,6 @@
 //! [`DenseAct`], the plain dense ReLU/ReLU² forward (z → a) and backward (r, g → dL/dz) with the same
 //! math: the baseline of the benchmarks and of a trainer that keeps its activation cache dense.
 
-
 pub use crate::cpu::act::Activation;
 use crate::codec::BufferRange;
 use crate::error::{Error, Result};

@@ -2,7 +2,6 @@
 //! whose activations overflowed the arena changes no weights. Trainers with their own optimizer do
 //! the same: dispatch it with `dispatch_workgroups_indirect(&gate.buffer, gate.offset)`.
 
-
 use crate::arena::GateArgs;
 use crate::codec::BufferRange;
 use crate::error::{Error, Result};
