@@ -12,6 +12,10 @@
 //
 // The CPU port of this stage is src/cpu/compress.rs.
 
+#if STAGE16
+enable wgpu_int16;
+#endif
+
 #include "lib/tile.wgsl"
 
 struct Params {
@@ -130,8 +134,60 @@ const STORE_BITS: u32 = BITS;
 // speed (docs/PERFORMANCE.md). A pass's stream is contiguous, so its complete words are stored as soon
 // as it is staged and its last partial word is carried to word 0 of the next pass. Size: a round's
 // values plus the carried bits (< 32).
+#if STAGE16
+// STAGE16 (`Features::SHADER_I16`): one value per `u16` slot, written with a plain store by the one
+// thread that owns it, instead of OR-ing packed fields into `u32` words with workgroup atomics. The
+// stores take fewer instructions per value than `compact_word` plus `atomicOr`; the stream words are
+// gathered from the slots when they are stored. A pass holds the values carried from the previous
+// pass (those of its partial last word, at most CARRY_MAX; slot 0's value starts `oc` bits before the
+// pass's first word) and up to one full round; GATHER_K - 1 zero slots after the last value let the
+// gather read past it without a bound test.
+const WIDTH_MIN: u32 = STORE_BITS - 1u;
+const CARRY_MAX: u32 = (32u + WIDTH_MIN - 1u) / WIDTH_MIN;
+const GATHER_K: u32 = (2u * WIDTH_MIN + 30u) / WIDTH_MIN;
+const STAGE_VALUES: u32 = WG * EPV + CARRY_MAX;
+const STAGE_SLOTS: u32 = STAGE_VALUES + GATHER_K - 1u;
+var<workgroup> stage16: array<u16, STAGE_SLOTS>;
+
+// `b / width` for the two widths a stream can have, with constant divisors.
+fn div_width(b: u32, width: u32) -> u32 {
+    return select(b / WIDTH_MIN, b / STORE_BITS, width == STORE_BITS);
+}
+
+// Stages the elements of word `w` selected by `bits` at slots `slot`, `slot + 1`, ...; returns the
+// slot after them.
+fn stage_word(w: u32, bits: u32, slot: u32, vmask: u32) -> u32 {
+    var s = slot;
+    for (var e = 0u; e < EPW; e++) {
+        if ((bits >> e) & 1u) != 0u {
+            stage16[s] = u16((w >> (e * BITS)) & vmask);
+            s += 1u;
+        }
+    }
+    return s;
+}
+
+// Word `i` of the pass's stream, whose slot 0 value starts `oc` bits before the stream.
+fn gather_word(i: u32, oc: u32, width: u32) -> u32 {
+    if width == 16u {
+        return u32(stage16[2u * i]) | (u32(stage16[2u * i + 1u]) << 16u);
+    }
+    let b = i * 32u + oc;
+    let j = div_width(b, width);
+    let o = b - j * width;
+    var w = u32(stage16[j]) >> o;
+    for (var k = 1u; k < GATHER_K; k++) {
+        let sh = k * width - o;
+        if sh < 32u {
+            w |= u32(stage16[j + k]) << sh;
+        }
+    }
+    return w;
+}
+#else
 const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
+#endif
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_tile: u32;
 // Look-back result: `state` 0 done (then `prefix` is the tile's exclusive prefix), else 1 + the tile
@@ -143,6 +199,7 @@ struct LookOut {
 var<workgroup> wg_look: LookOut;
 var<workgroup> wg_count: atomic<u32>;
 
+#if !STAGE16
 // The fields of word `w`'s elements selected by `bits` (one bit per element), `width` bits each,
 // packed from bit 0 in element order; and how many there are. At most 32 bits (EPW * width <= 32).
 fn compact_word(w: u32, bits: u32, width: u32) -> vec2<u32> {
@@ -172,6 +229,7 @@ fn emit_word(w: u32, bits: u32, pos: u32, width: u32) -> u32 {
     }
     return pos + yc.y * width;
 }
+#endif
 
 // The vec4 `q` of tile `t`; the final partial tile is read word by word and zero-extended.
 fn load_vec(t: u32, q: u32) -> vec4<u32> {
@@ -257,9 +315,11 @@ fn compress(
 #endif
     }
     // Clear the staging words and the tile mask while the ticket comes back.
+#if !STAGE16
     for (var i = lid; i < STAGE_WORDS; i += WG) {
         atomicStore(&stage[i], 0u);
     }
+#endif
     atomicStore(&wg_mask[lid], 0u);
     let tile = workgroupUniformLoad(&wg_tile);
     if tile >= p.tiles {
@@ -470,6 +530,76 @@ fn compress(
 #endif
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
+#if STAGE16
+    let vmask = (1u << width) - 1u;
+    var kc = 0u;     // values carried into this pass, at slots 0 .. kc
+    var oc = 0u;     // bits of slot 0's value that belong to words stored already
+    var cv: array<u32, CARRY_MAX>; // the carried values (thread 0 only)
+    var wout = 0u;   // stream words stored by earlier passes
+    var r0 = 0u;
+    loop {
+        if r0 >= ROUNDS {
+            break;
+        }
+        var n = kc + totals[r0];
+        var r1 = r0 + 1u;
+        for (var r = 1u; r < ROUNDS; r++) {
+            if r == r1 && n + totals[r] <= STAGE_VALUES {
+                n += totals[r];
+                r1 += 1u;
+            }
+        }
+        var acc = kc;
+        for (var r = 0u; r < ROUNDS; r++) {
+            if r >= r0 && r < r1 {
+                let mr = m[r];
+                let vr = stored_vec(tile, r * WG + li);
+                var slot = acc + excl[r];
+                slot = stage_word(vr.x, mr & WORD_BITS_MASK, slot, vmask);
+                slot = stage_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, slot, vmask);
+                slot = stage_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, slot, vmask);
+                slot = stage_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, slot, vmask);
+                acc += totals[r];
+            }
+        }
+        if lid == 0u {
+            for (var k = 0u; k < CARRY_MAX; k++) {
+                if k < kc {
+                    stage16[k] = u16(cv[k]);
+                }
+            }
+            for (var k = 0u; k < GATHER_K - 1u; k++) {
+                stage16[n + k] = u16(0u);
+            }
+        }
+        workgroupBarrier();
+        let last = r1 == ROUNDS;
+        let bits = n * width - oc;
+        let full = bits >> 5u;
+        let n_store = select(full, (bits + 31u) >> 5u, last);
+        let w0 = out + wout;
+        for (var i = lid; i < n_store; i += WG) {
+            let w = gather_word(i, oc, width);
+            if fits {
+                put_val(w0 + i, w);
+            }
+        }
+        // The values of the partial last word go to the next pass (read before the barrier that lets
+        // the next pass overwrite the slots).
+        let b = full * 32u + oc;
+        let j0 = div_width(b, width);
+        if lid == 0u && !last {
+            for (var k = 0u; k < CARRY_MAX; k++) {
+                cv[k] = u32(stage16[j0 + k]);
+            }
+        }
+        workgroupBarrier();
+        kc = n - j0;
+        oc = b - j0 * width;
+        wout += full;
+        r0 = r1;
+    }
+#else
     var rbit = 0u;
     // Compaction in staging passes: as many consecutive rounds per pass as the staging words hold
     // (at ρ = 0.176 usually the whole tile, at ρ = 1 one round), then the pass's complete words are
@@ -522,6 +652,7 @@ fn compress(
         rbit += end - carry;
         r0 = r1;
     }
+#endif
 }
 
 // One thread, after the last chunk: writes the header from the scan state. In arena mode it also

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 use crate::format::{self, DType, Layout, Options, TILE};
 pub use crate::kernels::Path;
-use crate::kernels::{Kernels, Variant};
+use crate::kernels::Kernels;
+pub use crate::kernels::Staging;
 
 /// A byte range of a buffer: what the codec reads or writes. The buffer needs `STORAGE` usage; `offset`
 /// must be a multiple of the device's `min_storage_buffer_offset_alignment`; the buffer must extend to
@@ -53,6 +54,10 @@ pub struct CodecConfig {
     /// is `None`), e.g. `compress.LOOKBACK_PER_LANE=4`; validated when the pipelines are built
     /// (`Error::InvalidArgument`). For A/B measurements and tests of experimental kernel paths.
     pub kernel_constants: Option<String>,
+    /// How compress stages compacted values; `None`: `BITSPARSE_STAGING` if set, else
+    /// [`Staging::Auto`]. [`Staging::Halves`] on a device without `Features::SHADER_I16` is
+    /// `Error::Unsupported`.
+    pub staging: Option<Staging>,
 }
 
 /// Where the value streams of a compressed tensor lie inside its values section.
@@ -152,7 +157,7 @@ impl Codec {
         } else {
             Path::Portable
         };
-        let kernels = Kernels::new(device, path, config.spin_limit, config.kernel_constants.clone())?;
+        let kernels = Kernels::new(device, path, config.spin_limit, config.kernel_constants.clone(), config.staging)?;
         let mut max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         if let Some(b) = config.max_binding_bytes {
             max_binding = max_binding.min(b);
@@ -194,11 +199,11 @@ impl Codec {
     pub(crate) fn warm_arena_variants(&self) -> Result<()> {
         for compress in [true, false] {
             for bits8 in [false, true] {
-                self.inner.kernels.get(Variant { compress, bits8, arena: true, fused: false, fp8: false })?;
+                self.inner.kernels.get(self.inner.kernels.variant(compress, bits8, true, false, false))?;
             }
-            self.inner.kernels.get(Variant { compress, bits8: false, arena: true, fused: true, fp8: false })?;
+            self.inner.kernels.get(self.inner.kernels.variant(compress, false, true, true, false))?;
             // FP8 storage is optional: a device that cannot build it reports that when it is used.
-            let _ = self.inner.kernels.get(Variant { compress, bits8: false, arena: true, fused: true, fp8: true });
+            let _ = self.inner.kernels.get(self.inner.kernels.variant(compress, false, true, true, true));
         }
         Ok(())
     }
@@ -362,7 +367,7 @@ impl Codec {
         let chunk_tiles = self.chunk_tiles(dtype);
         let chunks = Self::chunks(layout, chunk_tiles);
         let placement = if chunks.len() > 1 { Placement::Chunked { chunk_tiles } } else { Placement::Compact };
-        let k = self.inner.kernels.get(Variant { compress: true, bits8: dtype.bits() == 8, arena, fused, fp8: fp8.is_some() })?;
+        let k = self.inner.kernels.get(self.inner.kernels.variant(true, dtype.bits() == 8, arena, fused, fp8.is_some()))?;
         let eb = dtype.bytes();
         let scan = self.scan_buffer(SCAN_HEAD_WORDS + chunk_tiles.min(layout.tiles.max(1)));
         let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
@@ -565,7 +570,7 @@ impl Codec {
                 ));
             }
         }
-        let k = self.inner.kernels.get(Variant { compress: false, bits8: dense_dtype.bits() == 8, arena, fused: fused.is_some(), fp8: fp8.is_some() })?;
+        let k = self.inner.kernels.get(self.inner.kernels.variant(false, dense_dtype.bits() == 8, arena, fused.is_some(), fp8.is_some()))?;
         let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
         let rw = self.inner.dummy_rw.as_entire_buffer_binding();
         let (slot, act, write_a) = match (&source, &fused) {

@@ -177,6 +177,42 @@ fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>)
     Ok(())
 }
 
+/// How `compress` stages compacted values in workgroup memory before storing whole stream words.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Staging {
+    /// [`Staging::Halves`] for the streams measured faster with it (16-bit elements) where the device
+    /// has `Features::SHADER_I16`, [`Staging::Words`] otherwise.
+    #[default]
+    Auto,
+    /// Packed `u32` words built with workgroup atomics: runs everywhere.
+    Words,
+    /// One value per `u16` slot (`STAGE16` in compress.wgsl) for every stream; needs `Features::SHADER_I16`.
+    Halves,
+}
+
+impl Staging {
+    /// Parses `auto`, `words` or `halves`.
+    pub fn parse(s: &str) -> Result<Staging> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Staging::Auto),
+            "words" => Ok(Staging::Words),
+            "halves" => Ok(Staging::Halves),
+            other => Err(Error::InvalidArgument(format!("staging `{other}`: expected auto, words or halves"))),
+        }
+    }
+
+    /// `config`, else `BITSPARSE_STAGING` (an A/B knob like `BITSPARSE_KERNEL_CONSTANTS`), else `Auto`.
+    pub fn resolve(config: Option<Staging>) -> Result<Staging> {
+        match config {
+            Some(s) => Ok(s),
+            None => match std::env::var("BITSPARSE_STAGING") {
+                Ok(v) => Staging::parse(&v),
+                Err(_) => Ok(Staging::Auto),
+            },
+        }
+    }
+}
+
 /// Which codec kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Variant {
@@ -191,6 +227,8 @@ pub struct Variant {
     /// FP8 storage of the BF16 activation (`FP8_STORE`): the dense geometry stays 16-bit, the stream
     /// holds 8-bit (7 sign-packed) FP8 codes; needs `fused` and not `bits8`.
     pub fp8: bool,
+    /// `u16` staging of the compacted values (`STAGE16`, compress only): see [`Staging`].
+    pub stage16: bool,
 }
 
 /// A built variant: its layout and pipelines.
@@ -212,23 +250,44 @@ pub struct Kernels {
     device: wgpu::Device,
     spin_limit: u32,
     tuning: Option<String>,
+    staging: Staging,
     trusted: bool,
     cache: Mutex<HashMap<Variant, Arc<Built>>>,
 }
 
 impl Kernels {
     /// Builds the plain codec variants now (so errors surface at construction).
-    pub fn new(device: &wgpu::Device, path: Path, spin_limit: Option<u32>, tuning: Option<String>) -> Result<Kernels> {
+    pub fn new(device: &wgpu::Device, path: Path, spin_limit: Option<u32>, tuning: Option<String>, staging: Option<Staging>) -> Result<Kernels> {
         if path == Path::Subgroup && !device.features().contains(wgpu::Features::SUBGROUP) {
             return Err(Error::Unsupported("the subgroup path needs Features::SUBGROUP".into()));
         }
-        let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), tuning, trusted: trusted_codec_kernels(), cache: Mutex::new(HashMap::new()) };
+        let staging = Staging::resolve(staging)?;
+        let i16 = device.features().contains(wgpu::Features::SHADER_I16);
+        if staging == Staging::Halves && !i16 {
+            return Err(Error::Unsupported("u16 staging needs Features::SHADER_I16".into()));
+        }
+        let staging = match staging {
+            Staging::Auto if !i16 => Staging::Words,
+            s => s,
+        };
+        let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), tuning, staging, trusted: trusted_codec_kernels(), cache: Mutex::new(HashMap::new()) };
         for compress in [true, false] {
             for bits8 in [false, true] {
-                k.get(Variant { compress, bits8, arena: false, fused: false, fp8: false })?;
+                k.get(k.variant(compress, bits8, false, false, false))?;
             }
         }
         Ok(k)
+    }
+
+    /// The variant for these choices, with the staging this device and configuration use.
+    pub fn variant(&self, compress: bool, bits8: bool, arena: bool, fused: bool, fp8: bool) -> Variant {
+        let stage16 = compress
+            && match self.staging {
+                Staging::Halves => true,
+                Staging::Words => false,
+                Staging::Auto => !bits8 && !fp8,
+            };
+        Variant { compress, bits8, arena, fused, fp8, stage16 }
     }
 
     /// The pipelines of `v`, built on first request.
@@ -294,6 +353,7 @@ impl Kernels {
             (v.fused && v.compress, "FUSED_FWD"),
             (v.fused && !v.compress, "FUSED_BWD"),
             (v.fp8, "FP8_STORE"),
+            (v.stage16, "STAGE16"),
         ] {
             if on {
                 defs.push(name);

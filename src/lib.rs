@@ -26,6 +26,6 @@ pub mod update;
 
 mod codec;
 
-pub use codec::{BufferRange, Codec, CodecConfig, Compressed, Path, Placement};
+pub use codec::{BufferRange, Codec, CodecConfig, Compressed, Path, Placement, Staging};
 pub use error::{Error, Result};
 pub use format::{DType, Layout, Options};
