@@ -53,6 +53,8 @@ override SPIN_LIMIT: u32 = 64u;
 // Status words each look-back lane reads per round (subgroup path), at most LOOKBACK_MAX.
 const LOOKBACK_MAX: u32 = 8u;
 override LOOKBACK_PER_LANE: u32 = 1u;
+override ABLATE: u32 = 0u;
+override EARLY: u32 = 1u;
 
 @group(0) @binding(0) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> src_tail: array<u32>;
@@ -278,6 +280,7 @@ fn valid_bits(t: u32, q: u32) -> u32 {
 @compute @workgroup_size(128)
 fn compress(
     @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wgid: vec3<u32>,
 #if SUBGROUP
     @builtin(subgroup_id) sg_id: u32,
     @builtin(subgroup_invocation_id) sg_lane: u32,
@@ -306,7 +309,9 @@ fn compress(
     // spin limits of 64 and 100000, not with 1 or 2); with the ticket every run is exact. See
     // docs/PERFORMANCE.md.
     if lid == 0u {
+        if (ABLATE & 4u) != 0u { wg_tile = wgid.x; } else {
         wg_tile = atomicAdd(&scan[SCAN_TICKET], 1u);
+        }
 #if ARENA
         // A tensor whose reservation already failed writes nothing at all.
         if atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u {
@@ -330,6 +335,9 @@ fn compress(
     // Rounds and elements are indexed by loop counters with constant trip counts only (no
     // data-dependent vector indexing, which would send the vectors to local memory).
     var m: array<u32, ROUNDS>;
+#if STAGE16
+    var xs: array<vec4<u32>, ROUNDS>;
+#endif
     var signs = 0u;
 #if FP8_STORE
     var amax = 0u;
@@ -352,6 +360,9 @@ fn compress(
         x = fp8_quant_vec(x, fp8_scale, p.fp8_fmt);
 #endif
         let mr = nz_bits(x) & valid_bits(tile, q);
+#if STAGE16
+        xs[r] = x;
+#endif
         m[r] = mr;
         signs |= sign_bits(x) & mr;
         if mr != 0u {
@@ -374,6 +385,32 @@ fn compress(
     let s = wg_scan(counts, li, sg_lane, sg_size);
     let total = s.total.x + s.total.y + s.total.z + s.total.w;
     let words = stream_words(total, width);
+#if STAGE16
+    // A tile whose values all fit the staging slots is staged now, from the registers that still hold
+    // it, rather than read again after the look-back; the look-back's barrier publishes the slots.
+    let early = EARLY != 0u && total <= STAGE_VALUES;
+    if early {
+        let vmask = (1u << width) - 1u;
+        let ex = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
+        let tt = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
+        var acc = 0u;
+        for (var r = 0u; r < ROUNDS; r++) {
+            let mr = m[r];
+            let vr = xs[r];
+            var slot = acc + ex[r];
+            slot = stage_word(vr.x, mr & WORD_BITS_MASK, slot, vmask);
+            slot = stage_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, slot, vmask);
+            slot = stage_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, slot, vmask);
+            slot = stage_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, slot, vmask);
+            acc += tt[r];
+        }
+        if lid == 0u {
+            for (var k = 0u; k < GATHER_K - 1u; k++) {
+                stage16[total + k] = u16(0u);
+            }
+        }
+    }
+#endif
 
     // Publish this tile's aggregate at once, so successors can look past it.
     if lid == 0u {
@@ -381,7 +418,7 @@ fn compress(
     }
 
     // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.
-    var look = tile;  // next tile to inspect is look - 1 (the looking threads' private cursor)
+    var look = select(tile, 0u, (ABLATE & 1u) != 0u);  // next tile to inspect is look - 1 (the looking threads' private cursor)
     var acc = 0u;
     var prefix = 0u;
     loop {
@@ -481,7 +518,7 @@ fn compress(
         let look_out = workgroupUniformLoad(&wg_look);
         let need = look_out.state;
         if need == 0u {
-            prefix = look_out.prefix;
+            prefix = select(look_out.prefix, tile * words, (ABLATE & 1u) != 0u);
             break;
         }
         // Fallback: count the stalled predecessor's nonzeros from its input (always a full tile).
@@ -530,7 +567,18 @@ fn compress(
 #endif
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
+    if (ABLATE & 2u) != 0u { return; }
 #if STAGE16
+    if early {
+        let n_store = words;
+        for (var i = lid; i < n_store; i += WG) {
+            let w = gather_word(i, 0u, width);
+            if fits {
+                put_val(out + i, w);
+            }
+        }
+        return;
+    }
     let vmask = (1u << width) - 1u;
     var kc = 0u;     // values carried into this pass, at slots 0 .. kc
     var oc = 0u;     // bits of slot 0's value that belong to words stored already
