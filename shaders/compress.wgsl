@@ -385,6 +385,10 @@ fn compress(
     let s = wg_scan(counts, li, sg_lane, sg_size);
     let total = s.total.x + s.total.y + s.total.z + s.total.w;
     let words = stream_words(total, width);
+    // Publish this tile's aggregate at once, so successors can look past it.
+    if lid == 0u {
+        atomicMax(&scan[SCAN_TILES + tile], select(FLAG_AGG, FLAG_INC, tile == 0u) | words);
+    }
 #if STAGE16
     // A tile whose values all fit the staging slots is staged now, from the registers that still hold
     // it, rather than read again after the look-back; the look-back's barrier publishes the slots.
@@ -412,10 +416,6 @@ fn compress(
     }
 #endif
 
-    // Publish this tile's aggregate at once, so successors can look past it.
-    if lid == 0u {
-        atomicMax(&scan[SCAN_TILES + tile], select(FLAG_AGG, FLAG_INC, tile == 0u) | words);
-    }
 
     // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.
     var look = select(tile, 0u, (ABLATE & 1u) != 0u);  // next tile to inspect is look - 1 (the looking threads' private cursor)
