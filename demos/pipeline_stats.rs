@@ -124,8 +124,15 @@ fn jobs(spin_limit: u32) -> Vec<Job> {
                         }
                     }
                     if compress {
-                        jobs.push(Job { file: "compress.wgsl", entry: "compress", defines: defines.clone(), constants: vec![("SPIN_LIMIT".to_string(), spin_limit as f64)] });
-                        jobs.push(Job { file: "compress.wgsl", entry: "finish", defines, constants: vec![] });
+                        // Both stagings (src/kernels.rs `Staging`): packed words and u16 slots.
+                        for stage16 in [false, true] {
+                            let mut defines = defines.clone();
+                            if stage16 {
+                                defines.push("STAGE16");
+                            }
+                            jobs.push(Job { file: "compress.wgsl", entry: "compress", defines: defines.clone(), constants: vec![("SPIN_LIMIT".to_string(), spin_limit as f64)] });
+                            jobs.push(Job { file: "compress.wgsl", entry: "finish", defines, constants: vec![] });
+                        }
                     } else {
                         jobs.push(Job { file: "decompress.wgsl", entry: "decompress", defines, constants: vec![] });
                     }

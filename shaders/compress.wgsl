@@ -54,7 +54,9 @@ override SPIN_LIMIT: u32 = 64u;
 const LOOKBACK_MAX: u32 = 8u;
 override LOOKBACK_PER_LANE: u32 = 1u;
 override ABLATE: u32 = 0u;
-override EARLY: u32 = 1u;
+override EARLY: u32 = 0u;
+override SGMASK: u32 = 0u;
+override LOADFIRST: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> src_tail: array<u32>;
@@ -342,9 +344,22 @@ fn compress(
 #if FP8_STORE
     var amax = 0u;
 #endif
+    var xl: array<vec4<u32>, ROUNDS>;
+    if LOADFIRST != 0u {
+        for (var r = 0u; r < ROUNDS; r++) {
+            xl[r] = load_vec(tile, r * WG + li);
+        }
+    }
+    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let mwords = (tile_len + 31u) / 32u;
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        var x = load_vec(tile, q);
+        var x: vec4<u32>;
+        if LOADFIRST != 0u {
+            x = xl[r];
+        } else {
+            x = load_vec(tile, q);
+        }
 #if FUSED_FWD
         x = relu_vec(x);
         let a = act_vec(x, p.act);
@@ -365,9 +380,24 @@ fn compress(
 #endif
         m[r] = mr;
         signs |= sign_bits(x) & mr;
+#if SUBGROUP
+        if SGMASK != 0u {
+            var mw = mr << mask_shift_of(li);
+            for (var d = 1u; d < 32u / EPV; d <<= 1u) {
+                mw |= subgroupShuffleDown(mw, d);
+            }
+            let mwi = mask_word_of(r, li);
+            if mask_shift_of(li) == 0u && mwi < mwords {
+                put_mask(p.mask_idx + tile * TILE_MASK_WORDS + mwi, mw);
+            }
+        } else {
+#endif
         if mr != 0u {
             atomicOr(&wg_mask[mask_word_of(r, li)], mr << mask_shift_of(li));
         }
+#if SUBGROUP
+        }
+#endif
     }
 #if BITS8
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
@@ -400,7 +430,12 @@ fn compress(
         var acc = 0u;
         for (var r = 0u; r < ROUNDS; r++) {
             let mr = m[r];
-            let vr = xs[r];
+            var vr: vec4<u32>;
+            if EARLY == 2u {
+                vr = stored_vec(tile, r * WG + li);
+            } else {
+                vr = xs[r];
+            }
             var slot = acc + ex[r];
             slot = stage_word(vr.x, mr & WORD_BITS_MASK, slot, vmask);
             slot = stage_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, slot, vmask);
@@ -551,9 +586,12 @@ fn compress(
         fp8_record_amax(atomicLoad(&wg_amax));
 #endif
     }
-    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
-    let mwords = (tile_len + 31u) / 32u;
-    if lid < mwords {
+#if SUBGROUP
+    let mask_late = SGMASK == 0u;
+#else
+    let mask_late = true;
+#endif
+    if lid < mwords && mask_late {
         put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
     }
     let out = p.val_idx + prefix;
