@@ -149,8 +149,9 @@ const STORE_BITS: u32 = BITS;
 const WIDTH_MIN: u32 = STORE_BITS - 1u;
 const CARRY_MAX: u32 = (32u + WIDTH_MIN - 1u) / WIDTH_MIN;
 const GATHER_K: u32 = (2u * WIDTH_MIN + 30u) / WIDTH_MIN;
-const STAGE_VALUES: u32 = WG * EPV + CARRY_MAX;
-const STAGE_SLOTS: u32 = STAGE_VALUES + GATHER_K - 1u;
+override STAGE_ROUNDS: u32 = 1u;
+override STAGE_VALUES: u32 = WG * EPV * STAGE_ROUNDS + CARRY_MAX;
+override STAGE_SLOTS: u32 = STAGE_VALUES + GATHER_K - 1u;
 var<workgroup> stage16: array<u16, STAGE_SLOTS>;
 
 // `b / width` for the two widths a stream can have, with constant divisors.
@@ -189,6 +190,7 @@ fn gather_word(i: u32, oc: u32, width: u32) -> u32 {
     return w;
 }
 #else
+override STAGE_ROUNDS: u32 = 1u;
 const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 #endif

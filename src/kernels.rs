@@ -150,7 +150,8 @@ fn tuning_constants(spec: Option<&str>, kernel: &str, consts: &mut Vec<(&'static
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-const TUNABLE: [(&str, &str, f64, f64); 7] = [
+const TUNABLE: [(&str, &str, f64, f64); 8] = [
+    ("compress", "STAGE_ROUNDS", 1.0, 4.0),
     ("decompress", "DSCAN", 0.0, 1.0),
     ("compress", "EARLY", 0.0, 2.0),
     ("compress", "SGMASK", 0.0, 1.0),
