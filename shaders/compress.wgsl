@@ -53,10 +53,6 @@ override SPIN_LIMIT: u32 = 64u;
 // Status words each look-back lane reads per round (subgroup path), at most LOOKBACK_MAX.
 const LOOKBACK_MAX: u32 = 8u;
 override LOOKBACK_PER_LANE: u32 = 1u;
-override ABLATE: u32 = 0u;
-override EARLY: u32 = 0u;
-override SGMASK: u32 = 0u;
-override LOADFIRST: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> src_tail: array<u32>;
@@ -149,9 +145,8 @@ const STORE_BITS: u32 = BITS;
 const WIDTH_MIN: u32 = STORE_BITS - 1u;
 const CARRY_MAX: u32 = (32u + WIDTH_MIN - 1u) / WIDTH_MIN;
 const GATHER_K: u32 = (2u * WIDTH_MIN + 30u) / WIDTH_MIN;
-override STAGE_ROUNDS: u32 = 1u;
-override STAGE_VALUES: u32 = WG * EPV * STAGE_ROUNDS + CARRY_MAX;
-override STAGE_SLOTS: u32 = STAGE_VALUES + GATHER_K - 1u;
+const STAGE_VALUES: u32 = WG * EPV + CARRY_MAX;
+const STAGE_SLOTS: u32 = STAGE_VALUES + GATHER_K - 1u;
 var<workgroup> stage16: array<u16, STAGE_SLOTS>;
 
 // `b / width` for the two widths a stream can have, with constant divisors.
@@ -190,7 +185,6 @@ fn gather_word(i: u32, oc: u32, width: u32) -> u32 {
     return w;
 }
 #else
-override STAGE_ROUNDS: u32 = 1u;
 const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 #endif
@@ -267,6 +261,18 @@ fn stored_vec(t: u32, q: u32) -> vec4<u32> {
     return x;
 }
 
+#if STAGE16
+// Stages the values of vec `q` of tile `t` that `mr` selects (read again, from the cache) at slots
+// `slot`, `slot + 1`, ...
+fn stage_round(t: u32, q: u32, mr: u32, slot: u32, vmask: u32) {
+    let v = stored_vec(t, q);
+    var k = stage_word(v.x, mr & WORD_BITS_MASK, slot, vmask);
+    k = stage_word(v.y, (mr >> EPW) & WORD_BITS_MASK, k, vmask);
+    k = stage_word(v.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, k, vmask);
+    stage_word(v.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, k, vmask);
+}
+#endif
+
 // Bits of the elements of vec `q` that lie inside tile `t` (all ones except in the partial tile).
 fn valid_bits(t: u32, q: u32) -> u32 {
     let all = select(0xffffffffu, (1u << EPV) - 1u, EPV < 32u);
@@ -284,7 +290,6 @@ fn valid_bits(t: u32, q: u32) -> u32 {
 @compute @workgroup_size(128)
 fn compress(
     @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wgid: vec3<u32>,
 #if SUBGROUP
     @builtin(subgroup_id) sg_id: u32,
     @builtin(subgroup_invocation_id) sg_lane: u32,
@@ -313,9 +318,7 @@ fn compress(
     // spin limits of 64 and 100000, not with 1 or 2); with the ticket every run is exact. See
     // docs/PERFORMANCE.md.
     if lid == 0u {
-        if (ABLATE & 4u) != 0u { wg_tile = wgid.x; } else {
         wg_tile = atomicAdd(&scan[SCAN_TICKET], 1u);
-        }
 #if ARENA
         // A tensor whose reservation already failed writes nothing at all.
         if atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u {
@@ -339,29 +342,13 @@ fn compress(
     // Rounds and elements are indexed by loop counters with constant trip counts only (no
     // data-dependent vector indexing, which would send the vectors to local memory).
     var m: array<u32, ROUNDS>;
-#if STAGE16
-    var xs: array<vec4<u32>, ROUNDS>;
-#endif
     var signs = 0u;
 #if FP8_STORE
     var amax = 0u;
 #endif
-    var xl: array<vec4<u32>, ROUNDS>;
-    if LOADFIRST != 0u {
-        for (var r = 0u; r < ROUNDS; r++) {
-            xl[r] = load_vec(tile, r * WG + li);
-        }
-    }
-    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
-    let mwords = (tile_len + 31u) / 32u;
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        var x: vec4<u32>;
-        if LOADFIRST != 0u {
-            x = xl[r];
-        } else {
-            x = load_vec(tile, q);
-        }
+        var x = load_vec(tile, q);
 #if FUSED_FWD
         x = relu_vec(x);
         let a = act_vec(x, p.act);
@@ -377,29 +364,11 @@ fn compress(
         x = fp8_quant_vec(x, fp8_scale, p.fp8_fmt);
 #endif
         let mr = nz_bits(x) & valid_bits(tile, q);
-#if STAGE16
-        xs[r] = x;
-#endif
         m[r] = mr;
         signs |= sign_bits(x) & mr;
-#if SUBGROUP
-        if SGMASK != 0u {
-            var mw = mr << mask_shift_of(li);
-            for (var d = 1u; d < 32u / EPV; d <<= 1u) {
-                mw |= subgroupShuffleDown(mw, d);
-            }
-            let mwi = mask_word_of(r, li);
-            if mask_shift_of(li) == 0u && mwi < mwords {
-                put_mask(p.mask_idx + tile * TILE_MASK_WORDS + mwi, mw);
-            }
-        } else {
-#endif
         if mr != 0u {
             atomicOr(&wg_mask[mask_word_of(r, li)], mr << mask_shift_of(li));
         }
-#if SUBGROUP
-        }
-#endif
     }
 #if BITS8
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
@@ -421,29 +390,21 @@ fn compress(
     if lid == 0u {
         atomicMax(&scan[SCAN_TILES + tile], select(FLAG_AGG, FLAG_INC, tile == 0u) | words);
     }
+    let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
+    let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
 #if STAGE16
-    // A tile whose values all fit the staging slots is staged now, from the registers that still hold
-    // it, rather than read again after the look-back; the look-back's barrier publishes the slots.
-    let early = EARLY != 0u && total <= STAGE_VALUES;
+    // A tile whose values all fit the slots (at ρ = 0.176 nearly every tile) is staged now, between
+    // publishing its aggregate and looking back, not after the look-back: the staging then fills the
+    // time its predecessors need to publish theirs, and the look-back rarely waits (measured on the
+    // H200: 0.310 -> 0.283 ms at ρ = 0.176, docs/PERFORMANCE.md). The look-back's barrier publishes
+    // the slots.
+    let vmask = (1u << width) - 1u;
+    let early = total <= STAGE_VALUES;
     if early {
-        let vmask = (1u << width) - 1u;
-        let ex = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
-        let tt = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
         var acc = 0u;
         for (var r = 0u; r < ROUNDS; r++) {
-            let mr = m[r];
-            var vr: vec4<u32>;
-            if EARLY == 2u {
-                vr = stored_vec(tile, r * WG + li);
-            } else {
-                vr = xs[r];
-            }
-            var slot = acc + ex[r];
-            slot = stage_word(vr.x, mr & WORD_BITS_MASK, slot, vmask);
-            slot = stage_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, slot, vmask);
-            slot = stage_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, slot, vmask);
-            slot = stage_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, slot, vmask);
-            acc += tt[r];
+            stage_round(tile, r * WG + li, m[r], acc + excl[r], vmask);
+            acc += totals[r];
         }
         if lid == 0u {
             for (var k = 0u; k < GATHER_K - 1u; k++) {
@@ -453,9 +414,8 @@ fn compress(
     }
 #endif
 
-
     // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.
-    var look = select(tile, 0u, (ABLATE & 1u) != 0u);  // next tile to inspect is look - 1 (the looking threads' private cursor)
+    var look = tile;  // next tile to inspect is look - 1 (the looking threads' private cursor)
     var acc = 0u;
     var prefix = 0u;
     loop {
@@ -555,7 +515,7 @@ fn compress(
         let look_out = workgroupUniformLoad(&wg_look);
         let need = look_out.state;
         if need == 0u {
-            prefix = select(look_out.prefix, tile * words, (ABLATE & 1u) != 0u);
+            prefix = look_out.prefix;
             break;
         }
         // Fallback: count the stalled predecessor's nonzeros from its input (always a full tile).
@@ -588,12 +548,9 @@ fn compress(
         fp8_record_amax(atomicLoad(&wg_amax));
 #endif
     }
-#if SUBGROUP
-    let mask_late = SGMASK == 0u;
-#else
-    let mask_late = true;
-#endif
-    if lid < mwords && mask_late {
+    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let mwords = (tile_len + 31u) / 32u;
+    if lid < mwords {
         put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
     }
     let out = p.val_idx + prefix;
@@ -605,13 +562,9 @@ fn compress(
         atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_OVERFLOW);
     }
 #endif
-    let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
-    let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
-    if (ABLATE & 2u) != 0u { return; }
 #if STAGE16
     if early {
-        let n_store = words;
-        for (var i = lid; i < n_store; i += WG) {
+        for (var i = lid; i < words; i += WG) {
             let w = gather_word(i, 0u, width);
             if fits {
                 put_val(out + i, w);
@@ -619,7 +572,6 @@ fn compress(
         }
         return;
     }
-    let vmask = (1u << width) - 1u;
     var kc = 0u;     // values carried into this pass, at slots 0 .. kc
     var oc = 0u;     // bits of slot 0's value that belong to words stored already
     var cv: array<u32, CARRY_MAX>; // the carried values (thread 0 only)
@@ -640,13 +592,7 @@ fn compress(
         var acc = kc;
         for (var r = 0u; r < ROUNDS; r++) {
             if r >= r0 && r < r1 {
-                let mr = m[r];
-                let vr = stored_vec(tile, r * WG + li);
-                var slot = acc + excl[r];
-                slot = stage_word(vr.x, mr & WORD_BITS_MASK, slot, vmask);
-                slot = stage_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, slot, vmask);
-                slot = stage_word(vr.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, slot, vmask);
-                slot = stage_word(vr.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, slot, vmask);
+                stage_round(tile, r * WG + li, m[r], acc + excl[r], vmask);
                 acc += totals[r];
             }
         }

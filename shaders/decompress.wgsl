@@ -103,8 +103,6 @@ fn fp8_lut_vec(v: vec4<u32>) -> vec4<u32> {
 const STORE_BITS: u32 = BITS;
 #endif
 
-override DSCAN: u32 = 0u;
-
 // Word offset (in `vals_in` / the arena) of this workgroup's tile stream.
 var<private> stream_base: u32;
 
@@ -257,37 +255,9 @@ fn decompress(
 #else
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
 #endif
-    var starts: vec4<u32>;
-#if SUBGROUP
-    if DSCAN != 0u {
-        // Each subgroup finds its own threads' offsets without a workgroup barrier: it counts the
-        // tile's mask words that lie before its first thread's word of each round (every lane a
-        // strided share of the words; L1 hits), then adds its lanes' exclusive sums.
-        let first = li - sg_lane;
-        var lim = vec4<u32>(mask_word_of(0u, first), mask_word_of(1u, first), 0u, 0u);
-        if ROUNDS > 2u {
-            lim.z = mask_word_of(2u, first);
-            lim.w = mask_word_of(3u, first);
-        }
-        var part = vec4<u32>(0u);
-        for (var j = sg_lane; j < TILE_MASK_WORDS; j += sg_size) {
-            var c = 0u;
-            if j * 32u < tile_len {
-                c = countOneBits(get_mask(p.mask_idx + tile * TILE_MASK_WORDS + j));
-            }
-            part += select(vec4<u32>(0u), vec4<u32>(c), vec4<u32>(j) < lim);
-        }
-        starts = subgroupAdd(part) + subgroupExclusiveAdd(counts);
-#if FP8_STORE
-        workgroupBarrier();
-#endif
-    } else {
-#endif
     let s = wg_scan(counts, li, sg_lane, sg_size);
-    starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
-#if SUBGROUP
-    }
-#endif
+
+    let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
     // Every round's stream words are loaded before any round is decoded; in the fused backward, whose
     // g loads and activation math need registers too, two rounds at a time (both measured fastest).
     var xs: array<vec4<u32>, ROUNDS>;

@@ -150,13 +150,7 @@ fn tuning_constants(spec: Option<&str>, kernel: &str, consts: &mut Vec<(&'static
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-const TUNABLE: [(&str, &str, f64, f64); 8] = [
-    ("compress", "STAGE_ROUNDS", 1.0, 4.0),
-    ("decompress", "DSCAN", 0.0, 1.0),
-    ("compress", "EARLY", 0.0, 2.0),
-    ("compress", "SGMASK", 0.0, 1.0),
-    ("compress", "LOADFIRST", 0.0, 1.0),
-    ("compress", "ABLATE", 0.0, 15.0),
+const TUNABLE: [(&str, &str, f64, f64); 2] = [
     ("compress", "SPIN_LIMIT", 1.0, 1e9),
     ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
 ];
