@@ -53,7 +53,6 @@ override SPIN_LIMIT: u32 = 64u;
 // Status words each look-back lane reads per round (subgroup path), at most LOOKBACK_MAX.
 const LOOKBACK_MAX: u32 = 8u;
 override LOOKBACK_PER_LANE: u32 = 1u;
-override MASKEARLY: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> src_tail: array<u32>;
@@ -385,11 +384,6 @@ fn compress(
     }
 
     let s = wg_scan(counts, li, sg_lane, sg_size);
-    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
-    let mwords = (tile_len + 31u) / 32u;
-    if lid < mwords && MASKEARLY != 0u {
-        put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
-    }
     let total = s.total.x + s.total.y + s.total.z + s.total.w;
     let words = stream_words(total, width);
     // Publish this tile's aggregate at once, so successors can look past it.
@@ -554,7 +548,9 @@ fn compress(
         fp8_record_amax(atomicLoad(&wg_amax));
 #endif
     }
-    if lid < mwords && MASKEARLY == 0u {
+    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let mwords = (tile_len + 31u) / 32u;
+    if lid < mwords {
         put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
     }
     let out = p.val_idx + prefix;

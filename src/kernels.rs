@@ -150,8 +150,7 @@ fn tuning_constants(spec: Option<&str>, kernel: &str, consts: &mut Vec<(&'static
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-const TUNABLE: [(&str, &str, f64, f64); 3] = [
-    ("compress", "MASKEARLY", 0.0, 1.0),
+const TUNABLE: [(&str, &str, f64, f64); 2] = [
     ("compress", "SPIN_LIMIT", 1.0, 1e9),
     ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
 ];
