@@ -271,6 +271,39 @@ fn stage_round(t: u32, q: u32, mr: u32, slot: u32, vmask: u32) {
     k = stage_word(v.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, k, vmask);
     stage_word(v.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, k, vmask);
 }
+
+// Stages one pass: the `kc` values `cv` carried from the previous pass at slots 0 .. kc (thread 0),
+// then the values of round `r0` and of as many following rounds as the slots hold, then the zero
+// slots after them. Returns (the round after the pass, the values staged including the carried ones).
+fn stage_pass(t: u32, li: u32, lid: u32, m: array<u32, ROUNDS>, totals: array<u32, 4>, excl: array<u32, 4>,
+              r0: u32, kc: u32, cv: array<u32, CARRY_MAX>, vmask: u32) -> vec2<u32> {
+    var n = kc;
+    var r1 = r0;
+    for (var r = 0u; r < ROUNDS; r++) {
+        if r == r1 && (r == r0 || n + totals[r] <= STAGE_VALUES) {
+            n += totals[r];
+            r1 += 1u;
+        }
+    }
+    var acc = kc;
+    for (var r = 0u; r < ROUNDS; r++) {
+        if r >= r0 && r < r1 {
+            stage_round(t, r * WG + li, m[r], acc + excl[r], vmask);
+            acc += totals[r];
+        }
+    }
+    if lid == 0u {
+        for (var k = 0u; k < CARRY_MAX; k++) {
+            if k < kc {
+                stage16[k] = u16(cv[k]);
+            }
+        }
+        for (var k = 0u; k < GATHER_K - 1u; k++) {
+            stage16[n + k] = u16(0u);
+        }
+    }
+    return vec2<u32>(r1, n);
+}
 #endif
 
 // Bits of the elements of vec `q` that lie inside tile `t` (all ones except in the partial tile).
@@ -393,25 +426,14 @@ fn compress(
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
 #if STAGE16
-    // A tile whose values all fit the slots (at ρ = 0.176 nearly every tile) is staged now, between
-    // publishing its aggregate and looking back, not after the look-back: the staging then fills the
-    // time its predecessors need to publish theirs, and the look-back rarely waits (measured on the
+    // The first staging pass (at ρ <= 0.25 nearly always the whole tile) is staged now, between
+    // publishing the aggregate and looking back, not after the look-back: the staging then fills the
+    // time the predecessors need to publish theirs, and the look-back rarely waits (measured on the
     // H200: 0.310 -> 0.283 ms at ρ = 0.176, docs/PERFORMANCE.md). The look-back's barrier publishes
     // the slots.
     let vmask = (1u << width) - 1u;
-    let early = total <= STAGE_VALUES;
-    if early {
-        var acc = 0u;
-        for (var r = 0u; r < ROUNDS; r++) {
-            stage_round(tile, r * WG + li, m[r], acc + excl[r], vmask);
-            acc += totals[r];
-        }
-        if lid == 0u {
-            for (var k = 0u; k < GATHER_K - 1u; k++) {
-                stage16[total + k] = u16(0u);
-            }
-        }
-    }
+    var cv: array<u32, CARRY_MAX>; // values carried to the next pass (thread 0 only)
+    var staged = stage_pass(tile, li, lid, m, totals, excl, 0u, 0u, cv, vmask);
 #endif
 
     // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.
@@ -563,51 +585,13 @@ fn compress(
     }
 #endif
 #if STAGE16
-    if early {
-        for (var i = lid; i < words; i += WG) {
-            let w = gather_word(i, 0u, width);
-            if fits {
-                put_val(out + i, w);
-            }
-        }
-        return;
-    }
-    var kc = 0u;     // values carried into this pass, at slots 0 .. kc
+    // Store each staged pass's complete words (all of them after the last pass), carry the values of
+    // a partial last word to the next pass, stage that pass.
     var oc = 0u;     // bits of slot 0's value that belong to words stored already
-    var cv: array<u32, CARRY_MAX>; // the carried values (thread 0 only)
     var wout = 0u;   // stream words stored by earlier passes
-    var r0 = 0u;
     loop {
-        if r0 >= ROUNDS {
-            break;
-        }
-        var n = kc + totals[r0];
-        var r1 = r0 + 1u;
-        for (var r = 1u; r < ROUNDS; r++) {
-            if r == r1 && n + totals[r] <= STAGE_VALUES {
-                n += totals[r];
-                r1 += 1u;
-            }
-        }
-        var acc = kc;
-        for (var r = 0u; r < ROUNDS; r++) {
-            if r >= r0 && r < r1 {
-                stage_round(tile, r * WG + li, m[r], acc + excl[r], vmask);
-                acc += totals[r];
-            }
-        }
-        if lid == 0u {
-            for (var k = 0u; k < CARRY_MAX; k++) {
-                if k < kc {
-                    stage16[k] = u16(cv[k]);
-                }
-            }
-            for (var k = 0u; k < GATHER_K - 1u; k++) {
-                stage16[n + k] = u16(0u);
-            }
-        }
-        workgroupBarrier();
-        let last = r1 == ROUNDS;
+        let n = staged.y;
+        let last = staged.x == ROUNDS;
         let bits = n * width - oc;
         let full = bits >> 5u;
         let n_store = select(full, (bits + 31u) >> 5u, last);
@@ -618,20 +602,22 @@ fn compress(
                 put_val(w0 + i, w);
             }
         }
-        // The values of the partial last word go to the next pass (read before the barrier that lets
-        // the next pass overwrite the slots).
+        if last {
+            break;
+        }
+        // Read the carried values before the barrier that lets the next pass overwrite the slots.
         let b = full * 32u + oc;
         let j0 = div_width(b, width);
-        if lid == 0u && !last {
+        if lid == 0u {
             for (var k = 0u; k < CARRY_MAX; k++) {
                 cv[k] = u32(stage16[j0 + k]);
             }
         }
         workgroupBarrier();
-        kc = n - j0;
         oc = b - j0 * width;
         wout += full;
-        r0 = r1;
+        staged = stage_pass(tile, li, lid, m, totals, excl, staged.x, n - j0, cv, vmask);
+        workgroupBarrier();
     }
 #else
     var rbit = 0u;
