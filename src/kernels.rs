@@ -180,8 +180,8 @@ fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>)
 /// How `compress` stages compacted values in workgroup memory before storing whole stream words.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Staging {
-    /// [`Staging::Halves`] for the streams measured faster with it (16-bit elements) where the device
-    /// has `Features::SHADER_I16`, [`Staging::Words`] otherwise.
+    /// [`Staging::Halves`] where the device has `Features::SHADER_I16`, except for the fused
+    /// forward's FP8 storage (not measured with it); [`Staging::Words`] otherwise.
     #[default]
     Auto,
     /// Packed `u32` words built with workgroup atomics: runs everywhere.
@@ -281,11 +281,13 @@ impl Kernels {
 
     /// The variant for these choices, with the staging this device and configuration use.
     pub fn variant(&self, compress: bool, bits8: bool, arena: bool, fused: bool, fp8: bool) -> Variant {
+        // Measured on the H200 (docs/PERFORMANCE.md): halves are faster for BF16 at every density
+        // and for e4m3 at ρ <= 0.176 (1.5 % slower at ρ = 0.5).
         let stage16 = compress
             && match self.staging {
                 Staging::Halves => true,
                 Staging::Words => false,
-                Staging::Auto => !bits8 && !fp8,
+                Staging::Auto => !fp8,
             };
         Variant { compress, bits8, arena, fused, fp8, stage16 }
     }
