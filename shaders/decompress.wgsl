@@ -210,17 +210,23 @@ fn decompress(
     let sg_size = 1u;
 #endif
     let tile = wid.y * nwg.x + wid.x;
-    if tile >= p.tiles {
-#if ARENA
-        // An empty invalid tensor still says that it was skipped.
-        if tile == 0u && lid == 0u && atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u {
-            atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_SKIPPED);
-        }
-#endif
-        return;
-    }
 #if ARENA
     base = atomicLoad(&ctrl[p.slot + SLOT_BASE]);
+    let status = atomicLoad(&ctrl[p.slot + SLOT_STATUS]);
+    if status != 0u {
+        // An invalid tensor (overflowed, sign error): write nothing, and say so.
+        if tile == 0u && lid == 0u {
+            atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_SKIPPED);
+        }
+        return;
+    }
+    if tile >= p.tiles {
+        return;
+    }
+#else
+    if tile >= p.tiles || get_head(p.hdr_idx + 5u) != 0u {
+        return;
+    }
 #endif
     let li = logical_index(lid, sg_id, sg_lane, sg_size);
     let width = STORE_BITS - p.sign_pack;
@@ -244,21 +250,6 @@ fn decompress(
         }
         m[r] = bits;
     }
-    // The tensor's status is tested only now, after the table and mask loads were issued, so that its
-    // latency overlaps theirs instead of preceding them. A tensor whose header or slot carries any
-    // status bit (sign-bit error, arena overflow) is invalid: nothing is written.
-#if ARENA
-    if atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u {
-        if tile == 0u && lid == 0u {
-            atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_SKIPPED);
-        }
-        return;
-    }
-#else
-    if get_head(p.hdr_idx + 5u) != 0u {
-        return;
-    }
-#endif
 #if BITS8
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
 #else
