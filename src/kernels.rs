@@ -397,6 +397,15 @@ mod tests {
     }
 
     #[test]
+    fn staging_names() {
+        assert_eq!(Staging::parse("auto").unwrap(), Staging::Auto);
+        assert_eq!(Staging::parse(" Words ").unwrap(), Staging::Words);
+        assert_eq!(Staging::parse("halves").unwrap(), Staging::Halves);
+        assert!(matches!(Staging::parse("u16"), Err(Error::InvalidArgument(_))));
+        assert_eq!(Staging::resolve(Some(Staging::Words)).unwrap(), Staging::Words);
+    }
+
+    #[test]
     fn tuning_spec_rejects_what_the_shaders_cannot_take() {
         for bad in [
             "compress.LOOKBACK_PER_LANE=9",

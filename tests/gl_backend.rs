@@ -9,7 +9,7 @@ mod common;
 use common::{data, round_trip};
 
 use bitsparse::context::GpuContext;
-use bitsparse::{cpu, host, Codec, CodecConfig, DType, Options, Path};
+use bitsparse::{cpu, host, Codec, CodecConfig, DType, Error, Options, Path, Staging};
 
 const DENSITIES: [f64; 4] = [0.0, 0.01, 0.176, 1.0];
 const LENGTHS: [usize; 5] = [0, 1, 33, 4097, 5 * 4096 + 77];
@@ -30,6 +30,9 @@ fn gl_codec_picks_portable_path() {
     assert!(!ctx.device.features().contains(wgpu::Features::SHADER_I16), "GL device unexpectedly has 16-bit types");
     let codec = Codec::new(&ctx.device).expect("the codec must build on GL");
     assert_eq!(codec.path(), Path::Portable, "no subgroups on GL: the codec must use the portable path");
+    // u16 staging cannot be built without SHADER_I16: asking for it is an error, not a fallback.
+    let halves = Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Halves), ..Default::default() });
+    assert!(matches!(halves, Err(Error::Unsupported(_))), "Staging::Halves on GL: {:?}", halves.err());
 }
 
 fn matrix(dtype: DType) {

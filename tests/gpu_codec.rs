@@ -6,7 +6,7 @@ mod common;
 use common::{data, round_trip};
 
 use bitsparse::context::GpuContext;
-use bitsparse::{cpu, host, Codec, CodecConfig, DType, Options, Path};
+use bitsparse::{cpu, host, Codec, CodecConfig, DType, Options, Path, Staging};
 
 const DENSITIES: [f64; 6] = [0.0, 1e-4, 0.01, 0.176, 0.5, 1.0];
 const LENGTHS: [usize; 10] = [0, 1, 31, 32, 33, 4095, 4096, 4097, 3 * 4096 + 77, 9 * 4096];
@@ -39,6 +39,14 @@ fn lookback4_codec(ctx: &GpuContext) -> Codec {
     codec
 }
 
+/// Compaction staged in packed `u32` words (`Staging::Words`): what devices without
+/// `Features::SHADER_I16` run; lavapipe has it, so `Staging::Auto` stages in `u16` slots there.
+fn words_codec(ctx: &GpuContext) -> Codec {
+    let codec = Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Words), ..Default::default() }).expect("codec");
+    assert_eq!(codec.path(), Path::Subgroup);
+    codec
+}
+
 fn portable_codec(ctx: &GpuContext) -> Codec {
     Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).expect("codec")
 }
@@ -67,6 +75,10 @@ matrix_tests! {
     matrix_f16_lookback4: DType::F16, lookback4_codec;
     matrix_e4m3_lookback4: DType::E4m3, lookback4_codec;
     matrix_e5m2_lookback4: DType::E5m2, lookback4_codec;
+    matrix_bf16_words: DType::Bf16, words_codec;
+    matrix_f16_words: DType::F16, words_codec;
+    matrix_e4m3_words: DType::E4m3, words_codec;
+    matrix_e5m2_words: DType::E5m2, words_codec;
 }
 
 /// Special bit patterns: −0.0, NaN payloads, infinities, subnormals, all-ones, and their neighbours.
