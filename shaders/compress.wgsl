@@ -128,12 +128,11 @@ fn fp8_record_amax(a: u32) {}
 const STORE_BITS: u32 = BITS;
 #endif
 
-// Values are staged in passes of consecutive rounds whose values fit the words one full round
+// Values are staged in passes of consecutive rounds whose values fit what one full round
 // (WG * EPV elements, all nonzero) needs, not a whole tile: workgroup memory is what limits how many
 // workgroups an SM keeps resident on the H200, and a whole tile's 8 KB of staging halved the kernel's
 // speed (docs/PERFORMANCE.md). A pass's stream is contiguous, so its complete words are stored as soon
-// as it is staged and its last partial word is carried to word 0 of the next pass. Size: a round's
-// values plus the carried bits (< 32).
+// as it is staged and its last partial word is carried into the next pass.
 #if STAGE16
 // STAGE16 (`Features::SHADER_I16`): one value per `u16` slot, written with a plain store by the one
 // thread that owns it, instead of OR-ing packed fields into `u32` words with workgroup atomics. The
@@ -185,6 +184,8 @@ fn gather_word(i: u32, oc: u32, width: u32) -> u32 {
     return w;
 }
 #else
+// Packed `u32` staging words (devices without 16-bit types): a round's values plus the carried bits
+// (< 32), which go to word 0 of the next pass.
 const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 #endif
@@ -359,7 +360,7 @@ fn compress(
         }
 #endif
     }
-    // Clear the staging words and the tile mask while the ticket comes back.
+    // Clear the tile mask (and the packed staging words) while the ticket comes back.
 #if !STAGE16
     for (var i = lid; i < STAGE_WORDS; i += WG) {
         atomicStore(&stage[i], 0u);
