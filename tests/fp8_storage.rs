@@ -11,7 +11,7 @@ use bitsparse::arena::{Arena, ArenaConfig, Fp8Scale, Slot};
 use bitsparse::context::GpuContext;
 use bitsparse::cpu::act::{self, Activation};
 use bitsparse::cpu::fp8;
-use bitsparse::{cpu, sync, BufferRange, Codec, CodecConfig, DType, Error, Options};
+use bitsparse::{cpu, sync, BufferRange, Codec, CodecConfig, DType, Error, Options, Staging};
 
 // ---------------------------------------------------------------- manual definition (f64, no `half`)
 
@@ -227,10 +227,13 @@ fn fp8_step(ctx: &GpuContext, arena: &Arena, chunked: bool, z: &[u8], g: &[u8], 
     Step { scale: scale_expected, amax, q: q_ref, r_prime }
 }
 
+/// The default codec, the portable path, and FP8 storage staged in `u16` slots (`Staging::Halves`,
+/// which `Staging::Auto` does not pick for FP8 storage).
 fn codecs(ctx: &GpuContext) -> Vec<Codec> {
     vec![
         Codec::new(&ctx.device).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),
+        Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Halves), ..Default::default() }).unwrap(),
     ]
 }
 
