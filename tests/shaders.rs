@@ -1,8 +1,8 @@
 //! naga validation of every variant of every shader, with the capability split that the two codec
 //! paths promise: a variant built without `SUBGROUP` must validate with *no* subgroup capability (so the
 //! portable path runs on devices without `Features::SUBGROUP`, e.g. wgpu's GL backend), and a variant
-//! built without `I16` must validate without `SHADER_INT16` (GL has no 16-bit types). Variants with those
-//! defines are validated with every capability.
+//! built without `STAGE16` (compress's `u16` staging) must validate without `SHADER_INT16` (GL has no
+//! 16-bit types). Variants with those defines are validated with every capability.
 //!
 //! `build.rs` validates every variant too (with all capabilities); this test makes the check visible in
 //! the test suite and adds the capability split, which `build.rs` does not check.
@@ -21,7 +21,7 @@ fn capabilities_for(defines: &[&str]) -> Capabilities {
     if !defines.contains(&"SUBGROUP") {
         caps -= subgroup_caps();
     }
-    if !defines.contains(&"I16") {
+    if !defines.contains(&"STAGE16") {
         caps -= Capabilities::SHADER_INT16;
     }
     caps
@@ -85,7 +85,8 @@ fn codec_shaders_have_subgroup_and_width_variants() {
 }
 
 /// The split is a real check: the subgroup variants do need the subgroup capability (naga refuses them
-/// without it), so the portable variants validating without it means something.
+/// without it), so the portable variants validating without it means something; the same for `STAGE16`
+/// and 16-bit integers.
 #[test]
 fn subgroup_variants_fail_without_subgroup_capability() {
     for name in ["compress.wgsl", "decompress.wgsl"] {
@@ -96,9 +97,13 @@ fn subgroup_variants_fail_without_subgroup_capability() {
             assert!(validate(&src, caps).is_err(), "shaders/{name} {defs:?} validated without subgroup capabilities: does it use subgroups at all?");
         }
     }
+    for defs in [vec!["STAGE16"], vec!["STAGE16", "BITS8", "SUBGROUP"]] {
+        let src = shaders::source("compress.wgsl", &defs);
+        assert!(validate(&src, Capabilities::all() - Capabilities::SHADER_INT16).is_err(), "compress.wgsl {defs:?} validated without SHADER_INT16");
+    }
 }
 
-/// The same for 16-bit integers: naga refuses `u16` without `SHADER_INT16`, so a variant without `I16`
+/// The same for 16-bit integers: naga refuses `u16` without `SHADER_INT16`, so a variant without `STAGE16`
 /// validating without it proves it uses no 16-bit types.
 #[test]
 fn int16_use_fails_without_int16_capability() {
@@ -107,5 +112,5 @@ fn int16_use_fails_without_int16_capability() {
     validate(src, Capabilities::all()).expect("the u16 probe must validate with every capability");
     assert!(validate(src, Capabilities::all() - Capabilities::SHADER_INT16).is_err(), "naga accepted u16 without SHADER_INT16");
     assert_eq!(capabilities_for(&[]) & Capabilities::SHADER_INT16, Capabilities::empty());
-    assert!(capabilities_for(&["I16"]).contains(Capabilities::SHADER_INT16));
+    assert!(capabilities_for(&["STAGE16"]).contains(Capabilities::SHADER_INT16));
 }
