@@ -262,6 +262,22 @@ fn stored_vec(t: u32, q: u32) -> vec4<u32> {
     return x;
 }
 
+// The extent of the staging pass that starts at round `r0` with `start` units already staged: round
+// `r0` and as many following rounds as fit `cap` units, a round's values costing `unit` each.
+// Returns (the round after the pass, the units staged at its end). Both stagings use it: slots
+// (`unit` 1) and packed bits (`unit` the width).
+fn pass_extent(totals: array<u32, 4>, r0: u32, start: u32, unit: u32, cap: u32) -> vec2<u32> {
+    var end = start;
+    var r1 = r0;
+    for (var r = 0u; r < ROUNDS; r++) {
+        if r == r1 && (r == r0 || end + totals[r] * unit <= cap) {
+            end += totals[r] * unit;
+            r1 += 1u;
+        }
+    }
+    return vec2<u32>(r1, end);
+}
+
 #if STAGE16
 // Stages the values of vec `q` of tile `t` that `mr` selects (read again, from the cache) at slots
 // `slot`, `slot + 1`, ...
@@ -278,14 +294,9 @@ fn stage_round(t: u32, q: u32, mr: u32, slot: u32, vmask: u32) {
 // slots after them. Returns (the round after the pass, the values staged including the carried ones).
 fn stage_pass(t: u32, li: u32, lid: u32, m: array<u32, ROUNDS>, totals: array<u32, 4>, excl: array<u32, 4>,
               r0: u32, kc: u32, cv: array<u32, CARRY_MAX>, vmask: u32) -> vec2<u32> {
-    var n = kc;
-    var r1 = r0;
-    for (var r = 0u; r < ROUNDS; r++) {
-        if r == r1 && (r == r0 || n + totals[r] <= STAGE_VALUES) {
-            n += totals[r];
-            r1 += 1u;
-        }
-    }
+    let extent = pass_extent(totals, r0, kc, 1u, STAGE_VALUES);
+    let r1 = extent.x;
+    let n = extent.y;
     var acc = kc;
     for (var r = 0u; r < ROUNDS; r++) {
         if r >= r0 && r < r1 {
@@ -635,14 +646,9 @@ fn compress(
             break;
         }
         let carry = rbit & 31u;
-        var end = carry + totals[r0] * width;
-        var r1 = r0 + 1u;
-        for (var r = 1u; r < ROUNDS; r++) {
-            if r == r1 && end + totals[r] * width <= STAGE_WORDS * 32u {
-                end += totals[r] * width;
-                r1 += 1u;
-            }
-        }
+        let extent = pass_extent(totals, r0, carry, width, STAGE_WORDS * 32u);
+        let r1 = extent.x;
+        let end = extent.y;
         var acc = carry;
         for (var r = 0u; r < ROUNDS; r++) {
             if r >= r0 && r < r1 {
