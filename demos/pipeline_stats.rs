@@ -24,6 +24,7 @@ use std::ffi::{c_char, CStr, CString};
 use std::process::ExitCode;
 
 use ash::vk;
+use bitsparse::kernels::{Path, Variant};
 use naga::back::spv;
 use serde_json::{json, Value};
 
@@ -107,34 +108,20 @@ fn parse_args() -> Result<Args, String> {
 /// plain-activation shaders.
 fn jobs(spin_limit: u32) -> Vec<Job> {
     let mut jobs = Vec::new();
-    for subgroup in [true, false] {
+    for path in [Path::Subgroup, Path::Portable] {
         for (arena, fused) in [(false, false), (true, false), (true, true)] {
             for bits8 in [false, true] {
                 for compress in [true, false] {
-                    let mut defines = Vec::new();
-                    for (on, name) in [
-                        (bits8, "BITS8"),
-                        (subgroup, "SUBGROUP"),
-                        (arena, "ARENA"),
-                        (fused && compress, "FUSED_FWD"),
-                        (fused && !compress, "FUSED_BWD"),
-                    ] {
-                        if on {
-                            defines.push(name);
-                        }
-                    }
-                    if compress {
-                        // Both stagings (src/kernels.rs `Staging`): packed words and u16 slots.
-                        for stage16 in [false, true] {
-                            let mut defines = defines.clone();
-                            if stage16 {
-                                defines.push("STAGE16");
-                            }
+                    // Both stagings of compress (`bitsparse::Staging`): packed words and u16 slots.
+                    let stagings: &[bool] = if compress { &[false, true] } else { &[false] };
+                    for &stage16 in stagings {
+                        let defines = Variant { compress, bits8, arena, fused, fp8: false, stage16 }.defines(path);
+                        if compress {
                             jobs.push(Job { file: "compress.wgsl", entry: "compress", defines: defines.clone(), constants: vec![("SPIN_LIMIT".to_string(), spin_limit as f64)] });
                             jobs.push(Job { file: "compress.wgsl", entry: "finish", defines, constants: vec![] });
+                        } else {
+                            jobs.push(Job { file: "decompress.wgsl", entry: "decompress", defines, constants: vec![] });
                         }
-                    } else {
-                        jobs.push(Job { file: "decompress.wgsl", entry: "decompress", defines, constants: vec![] });
                     }
                 }
             }

@@ -231,6 +231,24 @@ pub struct Variant {
     pub stage16: bool,
 }
 
+impl Variant {
+    /// The preprocessor defines (see [`crate::shaders`]) this variant is built with on `path`.
+    pub fn defines(&self, path: Path) -> Vec<&'static str> {
+        [
+            (self.bits8, "BITS8"),
+            (path == Path::Subgroup, "SUBGROUP"),
+            (self.arena, "ARENA"),
+            (self.fused && self.compress, "FUSED_FWD"),
+            (self.fused && !self.compress, "FUSED_BWD"),
+            (self.fp8, "FP8_STORE"),
+            (self.stage16, "STAGE16"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+    }
+}
+
 /// A built variant: its layout and pipelines.
 #[derive(Debug)]
 pub struct Built {
@@ -347,20 +365,7 @@ impl Kernels {
             }
         }
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("bitsparse.codec"), entries: &entries });
-        let mut defs = Vec::new();
-        for (on, name) in [
-            (v.bits8, "BITS8"),
-            (self.path == Path::Subgroup, "SUBGROUP"),
-            (v.arena, "ARENA"),
-            (v.fused && v.compress, "FUSED_FWD"),
-            (v.fused && !v.compress, "FUSED_BWD"),
-            (v.fp8, "FP8_STORE"),
-            (v.stage16, "STAGE16"),
-        ] {
-            if on {
-                defs.push(name);
-            }
-        }
+        let defs = v.defines(self.path);
         let built = if v.compress {
             let consts = self.constants("compress")?;
             Built {
