@@ -135,17 +135,10 @@ pub fn build_pipeline(
 /// see docs/PERFORMANCE.md.
 pub const LOOKBACK_PER_LANE: u32 = 1;
 
-/// Applies `BITSPARSE_KERNEL_CONSTANTS` (a tuning knob for A/B runs of one binary on one device, e.g.
-/// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) to the override constants of `kernel`.
-/// A spec given in [`crate::CodecConfig::kernel_constants`] takes the place of the variable.
-fn tuning_constants(spec: Option<&str>, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
-    match spec {
-        Some(spec) => apply_tuning(spec, kernel, consts),
-        None => match std::env::var("BITSPARSE_KERNEL_CONSTANTS") {
-            Ok(spec) => apply_tuning(&spec, kernel, consts),
-            Err(_) => Ok(()),
-        },
-    }
+/// A codec setting: `config` when given, else the environment variable `var` (the A/B knobs
+/// `BITSPARSE_KERNEL_CONSTANTS` and `BITSPARSE_STAGING`, read once when the kernels are created).
+fn config_or_env(config: Option<String>, var: &str) -> Option<String> {
+    config.or_else(|| std::env::var(var).ok())
 }
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
@@ -155,7 +148,8 @@ const TUNABLE: [(&str, &str, f64, f64); 2] = [
     ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
 ];
 
-/// Parses `spec` (`kernel.NAME=value`, comma-separated) and applies its items for `kernel`. Unknown
+/// Parses `spec` (`kernel.NAME=value`, comma-separated, e.g.
+/// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) and applies its items for `kernel`. Unknown
 /// kernels or names, and values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
 fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -205,10 +199,7 @@ impl Staging {
     pub fn resolve(config: Option<Staging>) -> Result<Staging> {
         match config {
             Some(s) => Ok(s),
-            None => match std::env::var("BITSPARSE_STAGING") {
-                Ok(v) => Staging::parse(&v),
-                Err(_) => Ok(Staging::Auto),
-            },
+            None => config_or_env(None, "BITSPARSE_STAGING").map_or(Ok(Staging::Auto), |v| Staging::parse(&v)),
         }
     }
 }
@@ -267,6 +258,7 @@ pub struct Kernels {
     pub path: Path,
     device: wgpu::Device,
     spin_limit: u32,
+    /// The tuning spec: `CodecConfig::kernel_constants`, else `BITSPARSE_KERNEL_CONSTANTS`.
     tuning: Option<String>,
     staging: Staging,
     trusted: bool,
@@ -288,6 +280,7 @@ impl Kernels {
             Staging::Auto if !i16 => Staging::Words,
             s => s,
         };
+        let tuning = config_or_env(tuning, "BITSPARSE_KERNEL_CONSTANTS");
         let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), tuning, staging, trusted: trusted_codec_kernels(), cache: Mutex::new(HashMap::new()) };
         for compress in [true, false] {
             for bits8 in [false, true] {
@@ -335,7 +328,9 @@ impl Kernels {
             let min = self.device.adapter_info().subgroup_min_size.clamp(4, 128);
             c.push(("SCAN_SLOTS", (128 / min) as f64));
         }
-        tuning_constants(self.tuning.as_deref(), kernel, &mut c)?;
+        if let Some(spec) = &self.tuning {
+            apply_tuning(spec, kernel, &mut c)?;
+        }
         Ok(c)
     }
 
