@@ -1,4 +1,7 @@
 // Bandwidth reference for the benchmarks: copies `params.words4` vec4<u32> from `src` to `dst`.
+// `fill_only` and `read_only` split that bandwidth by direction for the roofline
+// demo (demos/roofline.rs): the codec's kernels move very uneven mixes (decompress mostly writes,
+// compress mostly reads), and the copy moves equal halves.
 //
 // Why a shader and not `copy_buffer_to_buffer`: on the H200 wgpu's buffer copy ran at 0.85 TB/s against
 // 4.27 TB/s for this kind of shader (see shared/DEVICE.md), and the codec's kernels are shaders too, so the
@@ -12,7 +15,7 @@
 
 struct Params {
     words4: u32,
-    _pad0: u32,
+    seed: u32,     // fill: the pattern; read: a value the XOR of everything read never equals in practice
     _pad1: u32,
     _pad2: u32,
 }
@@ -37,5 +40,47 @@ fn copy(
         }
         dst[i] = src[i];
         i += stride;
+    }
+}
+
+// Writes `params.words4` vec4<u32> of a pattern derived from the index, reading nothing.
+@compute @workgroup_size(256)
+fn fill_only(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let stride = nwg.x * nwg.y * WG;
+    var i = (wid.y * nwg.x + wid.x) * WG + lid;
+    loop {
+        if i >= params.words4 {
+            break;
+        }
+        dst[i] = vec4<u32>(i, i ^ params.seed, i + params.seed, params.seed);
+        i += stride;
+    }
+}
+
+// Reads `params.words4` vec4<u32>; the XOR of what an invocation read is stored only if it equals
+// `params.seed`, so the loads cannot be removed and (nearly) nothing is written.
+@compute @workgroup_size(256)
+fn read_only(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let stride = nwg.x * nwg.y * WG;
+    var i = (wid.y * nwg.x + wid.x) * WG + lid;
+    var acc = vec4<u32>(0u);
+    loop {
+        if i >= params.words4 {
+            break;
+        }
+        acc ^= src[i];
+        i += stride;
+    }
+    let x = acc.x ^ acc.y ^ acc.z ^ acc.w;
+    if x == params.seed {
+        dst[0] = acc;
     }
 }

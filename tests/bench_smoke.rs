@@ -1,6 +1,6 @@
 //! Smoke test of the benchmark harness on lavapipe (Vulkan): the quick sweep runs, its JSON has the
 //! fields of CONVENTIONS.md with sane values, the outputs are written, and a device without timestamp
-//! queries is refused with `Error::Unsupported`.
+//! queries is refused with `Error::Unsupported`; the roofline kernels (fill, read, copy) run.
 
 use bitsparse::bench::{self, BenchConfig, Op};
 use bitsparse::context::{self, AdapterChoice, GpuContext};
@@ -120,5 +120,18 @@ fn bench_without_timestamps_is_unsupported() {
     match bench::run_on(&gpu, &quick()) {
         Err(bitsparse::Error::Unsupported(msg)) => assert!(msg.contains("timestamp"), "{msg}"),
         other => panic!("expected Unsupported, got {:?}", other.map(|r| r.rows.len())),
+    }
+}
+
+/// The roofline kernels run and give finite, positive rates over the bytes asked for (rounded to 16).
+#[test]
+fn roofline_rates_are_sane() {
+    let Some(adapter) = lavapipe() else { return };
+    let gpu = GpuContext::from_adapter(adapter, wgpu::Features::empty()).unwrap();
+    let r = bench::roofline::measure(&gpu.device, &gpu.queue, (1 << 20) + 8, 3, 0.0).unwrap();
+    assert_eq!(r.bytes, (1 << 20) + 16);
+    assert_eq!(r.reps, 3);
+    for (what, g) in [("copy", r.copy_gbps), ("fill", r.fill_gbps), ("read", r.read_gbps)] {
+        assert!(g.is_finite() && g > 0.0, "{what}: {g} GB/s");
     }
 }

@@ -12,10 +12,23 @@ const WG: u64 = 256;
 /// (2-D past 65535 workgroups), and 1 GiB at 4.10 against 3.93 TB/s; 8448 or 16896 were in between.
 const GRID_CAP: u64 = 32768;
 
-/// The copy pipeline of a device.
+/// What a prepared copy's dispatches do: the entry points of `copy.wgsl`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Traffic {
+    /// Read `src`, write `dst` (the codec's reference).
+    Copy,
+    /// Write `dst` only.
+    Fill,
+    /// Read `src` only.
+    Read,
+}
+
+/// The copy pipelines of a device.
 pub struct CopyKernel {
     layout: wgpu::BindGroupLayout,
     pipeline: wgpu::ComputePipeline,
+    fill: wgpu::ComputePipeline,
+    read: wgpu::ComputePipeline,
     max_binding: u64,
     max_wg_dim: u64,
 }
@@ -37,6 +50,8 @@ impl CopyKernel {
             entries: &[kernels::storage(0, true), kernels::storage(1, false), kernels::uniform(2)],
         });
         let pipeline = kernels::pipeline(device, "copy.wgsl", "copy", &[], &layout, &[]);
+        let fill = kernels::pipeline(device, "copy.wgsl", "fill_only", &[], &layout, &[]);
+        let read = kernels::pipeline(device, "copy.wgsl", "read_only", &[], &layout, &[]);
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("copy shader: {e}")));
         }
@@ -48,7 +63,7 @@ impl CopyKernel {
         if max_binding == 0 {
             return Err(Error::Unsupported("storage bindings too small for the copy shader".into()));
         }
-        Ok(CopyKernel { layout, pipeline, max_binding, max_wg_dim: limits.max_compute_workgroups_per_dimension.max(1) as u64 })
+        Ok(CopyKernel { layout, pipeline, fill, read, max_binding, max_wg_dim: limits.max_compute_workgroups_per_dimension.max(1) as u64 })
     }
 
     /// Prepares a copy of the first `bytes` bytes (rounded up to 16) of `src` into `dst`; both buffers must
@@ -65,7 +80,7 @@ impl CopyKernel {
             let words4 = len / 16;
             let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("bitsparse.bench.copy.params"),
-                contents: bytemuck::cast_slice(&[words4 as u32, 0, 0, 0]),
+                contents: bytemuck::cast_slice(&[words4 as u32, 0x9e37_79b9, 0, 0]),
                 usage: wgpu::BufferUsages::UNIFORM,
             });
             let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -88,8 +103,17 @@ impl CopyKernel {
 
     /// Records a prepared copy: one compute pass, one dispatch per chunk.
     pub fn record(&self, encoder: &mut wgpu::CommandEncoder, copy: &PreparedCopy) {
+        self.record_traffic(encoder, copy, Traffic::Copy);
+    }
+
+    /// Records the prepared ranges with `traffic`'s entry point (same grid as the copy).
+    pub fn record_traffic(&self, encoder: &mut wgpu::CommandEncoder, copy: &PreparedCopy, traffic: Traffic) {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.bench.copy"), timestamp_writes: None });
-        pass.set_pipeline(&self.pipeline);
+        pass.set_pipeline(match traffic {
+            Traffic::Copy => &self.pipeline,
+            Traffic::Fill => &self.fill,
+            Traffic::Read => &self.read,
+        });
         for (g, x, y) in &copy.groups {
             pass.set_bind_group(0, g, &[]);
             pass.dispatch_workgroups(*x, *y, 1);

@@ -18,6 +18,7 @@ mod gpu;
 pub mod op;
 mod plot;
 pub mod report;
+pub mod roofline;
 mod runner;
 pub mod timer;
 
