@@ -26,20 +26,20 @@ struct Params {
 
 const WG: u32 = 256u;
 
+// This invocation's first vec4 index and the grid's stride, for the grid-stride loop of every entry point.
+fn grid_stride(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> vec2<u32> {
+    return vec2<u32>((wid.y * nwg.x + wid.x) * WG + lid, nwg.x * nwg.y * WG);
+}
+
 @compute @workgroup_size(256)
 fn copy(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let stride = nwg.x * nwg.y * WG;
-    var i = (wid.y * nwg.x + wid.x) * WG + lid;
-    loop {
-        if i >= params.words4 {
-            break;
-        }
+    let g = grid_stride(wid, nwg, lid);
+    for (var i = g.x; i < params.words4; i += g.y) {
         dst[i] = src[i];
-        i += stride;
     }
 }
 
@@ -50,14 +50,9 @@ fn fill_only(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let stride = nwg.x * nwg.y * WG;
-    var i = (wid.y * nwg.x + wid.x) * WG + lid;
-    loop {
-        if i >= params.words4 {
-            break;
-        }
+    let g = grid_stride(wid, nwg, lid);
+    for (var i = g.x; i < params.words4; i += g.y) {
         dst[i] = vec4<u32>(i, i ^ params.seed, i + params.seed, params.seed);
-        i += stride;
     }
 }
 
@@ -69,15 +64,10 @@ fn read_only(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let stride = nwg.x * nwg.y * WG;
-    var i = (wid.y * nwg.x + wid.x) * WG + lid;
+    let g = grid_stride(wid, nwg, lid);
     var acc = vec4<u32>(0u);
-    loop {
-        if i >= params.words4 {
-            break;
-        }
+    for (var i = g.x; i < params.words4; i += g.y) {
         acc ^= src[i];
-        i += stride;
     }
     let x = acc.x ^ acc.y ^ acc.z ^ acc.w;
     if x == params.seed {
