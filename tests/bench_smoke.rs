@@ -123,7 +123,8 @@ fn bench_without_timestamps_is_unsupported() {
     }
 }
 
-/// The roofline kernels run and give finite, positive rates over the bytes asked for (rounded to 16).
+/// The roofline kernels run, the fill writes its pattern (checked inside `measure`), and the rates are
+/// finite and positive over the bytes asked for (rounded to 16).
 #[test]
 fn roofline_rates_are_sane() {
     let Some(adapter) = lavapipe() else { return };

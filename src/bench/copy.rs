@@ -12,6 +12,9 @@ const WG: u64 = 256;
 /// (2-D past 65535 workgroups), and 1 GiB at 4.10 against 3.93 TB/s; 8448 or 16896 were in between.
 const GRID_CAP: u64 = 32768;
 
+/// The `seed` parameter of `copy.wgsl`: `fill_only` writes `(i, i ^ seed, i + seed, seed)` at vec4 `i`.
+pub const FILL_SEED: u32 = 0x9e37_79b9;
+
 /// What a prepared copy's dispatches do: the entry points of `copy.wgsl`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Traffic {
@@ -80,7 +83,7 @@ impl CopyKernel {
             let words4 = len / 16;
             let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("bitsparse.bench.copy.params"),
-                contents: bytemuck::cast_slice(&[words4 as u32, 0x9e37_79b9, 0, 0]),
+                contents: bytemuck::cast_slice(&[words4 as u32, FILL_SEED, 0, 0]),
                 usage: wgpu::BufferUsages::UNIFORM,
             });
             let group = device.create_bind_group(&wgpu::BindGroupDescriptor {

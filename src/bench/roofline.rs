@@ -9,10 +9,10 @@
 use serde::Serialize;
 use std::time::Instant;
 
-use super::copy::{CopyKernel, Traffic};
+use super::copy::{CopyKernel, Traffic, FILL_SEED};
 use super::gpu;
 use super::timer::{median, span_ms, StampMode, Timer};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::sync;
 
 /// Medians over the timed repetitions, in GB/s of bytes moved (copy: read + written).
@@ -65,6 +65,11 @@ pub fn measure(device: &wgpu::Device, queue: &wgpu::Queue, bytes: u64, reps: u32
         sync::submit(queue, [enc.finish()]);
     }
     let ns = timer.read_ns(device, queue)?;
+    // Each round ends with the read, after the fill: `dst` holds the fill's pattern, or it did not run.
+    let head = sync::read_buffer(device, queue, &dst, 0, 16)?;
+    if head != bytemuck::cast_slice::<u32, u8>(&[0, FILL_SEED, FILL_SEED, FILL_SEED]) {
+        return Err(Error::Wgpu("roofline: the fill kernel's output is not its pattern".into()));
+    }
     let rate = |kind: Traffic, moved: f64| {
         // The first round is the warm-up.
         let ms: Vec<f64> = spans.iter().filter(|s| s.0 == kind).skip(1).map(|&(_, a, b)| span_ms(&ns, a, b)).collect();
