@@ -92,8 +92,9 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
     let batches: u64 = plan.iter().map(|(_, s)| (s.len() * sweep.densities.len()) as u64).sum();
     let pb = progress(config.progress, batches);
 
-    let mut copy_samples: Vec<(u64, Vec<f64>)> = Vec::new();
-    let mut best_copy: Vec<(u64, f64)> = Vec::new();
+    // Per tensor size: every copy sample of the run so far, and the best batch median (the reference a
+    // disturbed batch is recognised by).
+    let mut copies: std::collections::BTreeMap<u64, (Vec<f64>, f64)> = std::collections::BTreeMap::new();
     for (dtype, sizes) in &plan {
         let Some(&nmax) = sizes.last() else { continue };
         for &density in &sweep.densities {
@@ -119,18 +120,12 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
                     fused: std::cell::OnceCell::new(),
                 };
                 // CPU adapters: no retries (their copies vary with the host's load, not with a disturbance).
-                let best = if cpu { None } else { Some(best_copy.iter().find(|(m, _)| *m == n).map_or(0.0, |&(_, g)| g)) };
+                let best = if cpu { None } else { Some(copies.get(&n).map_or(0.0, |c| c.1)) };
                 let out = run_batch(&bctx, &sweep, mode, best)?;
-                let samples = out.copy_gbps_samples;
-                let g = median(&samples);
-                match best_copy.iter_mut().find(|(m, _)| *m == n) {
-                    Some((_, b)) => *b = b.max(g),
-                    None => best_copy.push((n, g)),
-                }
-                match copy_samples.iter_mut().find(|(m, _)| *m == n) {
-                    Some((_, v)) => v.extend(samples),
-                    None => copy_samples.push((n, samples)),
-                }
+                let g = median(&out.copy_gbps_samples);
+                let (samples, best) = copies.entry(n).or_insert((Vec::new(), 0.0));
+                *best = best.max(g);
+                samples.extend(out.copy_gbps_samples);
                 report.notes.extend(out.notes);
                 report.rows.extend(out.rows);
                 pb.inc(1);
@@ -138,7 +133,7 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
         }
     }
     pb.finish_and_clear();
-    if let Some((n, s)) = copy_samples.iter().max_by_key(|(n, _)| *n) {
+    if let Some((n, (s, _))) = copies.iter().next_back() {
         report.copy_gbps = median(s);
         report.context.push(format!("copy_gbps: median of {} copy runs at {} elements", s.len(), n));
     }
