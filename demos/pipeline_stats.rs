@@ -24,7 +24,7 @@ use std::ffi::{c_char, CStr, CString};
 use std::process::ExitCode;
 
 use ash::vk;
-use bitsparse::kernels::{Path, Variant};
+use bitsparse::kernels::{parse_constants, Path, Variant};
 use naga::back::spv;
 use serde_json::{json, Value};
 
@@ -79,10 +79,9 @@ fn parse_args() -> Result<Args, String> {
             "--filter" => a.filter = Some(value("a label substring")?),
             "--spin-limit" => a.spin_limit = value("a number")?.parse().map_err(|e| format!("--spin-limit: {e}"))?,
             "--constants" => {
-                for item in value("ENTRY.NAME=V,...")?.split(',').filter(|s| !s.is_empty()) {
-                    let parsed = item.split_once('=').and_then(|(k, v)| Some((k.split_once('.')?, v.trim().parse::<f64>().ok()?)));
-                    let Some(((entry, name), v)) = parsed else { return Err(format!("--constants: bad item {item:?}")) };
-                    a.constants.push((entry.trim().to_string(), name.trim().to_string(), v));
+                let spec = value("ENTRY.NAME=V,...")?;
+                for item in parse_constants(&spec).map_err(|e| format!("--constants: {e}"))? {
+                    a.constants.push((item.kernel.to_string(), item.name.to_string(), item.value));
                 }
             }
             "--policy" => {

@@ -135,12 +135,6 @@ pub fn build_pipeline(
 /// see docs/PERFORMANCE.md.
 pub const LOOKBACK_PER_LANE: u32 = 1;
 
-/// A codec setting: `config` when given, else the environment variable `var` (the A/B knobs
-/// `BITSPARSE_KERNEL_CONSTANTS` and `BITSPARSE_STAGING`, read once when the kernels are created).
-fn config_or_env(config: Option<String>, var: &str) -> Option<String> {
-    config.or_else(|| std::env::var(var).ok())
-}
-
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
 const TUNABLE: [(&str, &str, f64, f64); 2] = [
@@ -148,24 +142,49 @@ const TUNABLE: [(&str, &str, f64, f64); 2] = [
     ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
 ];
 
-/// Parses `spec` (`kernel.NAME=value`, comma-separated, e.g.
-/// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) and applies its items for `kernel`. Unknown
-/// kernels or names, and values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
-fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
-    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let bad = |why: &str| Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: {why} in {item:?} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"));
-        let (name, value) = item.split_once('=').ok_or_else(|| bad("no '='"))?;
-        let (k, name) = name.trim().split_once('.').ok_or_else(|| bad("no kernel prefix"))?;
+/// One item of a kernel-constants spec (`kernel.NAME=value`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConstantItem<'a> {
+    /// The item as written (trimmed).
+    pub text: &'a str,
+    /// The entry point, e.g. `compress`.
+    pub kernel: &'a str,
+    /// The override constant's name.
+    pub name: &'a str,
+    /// Its value.
+    pub value: f64,
+}
+
+/// Splits a kernel-constants spec (`kernel.NAME=value`, comma-separated, e.g.
+/// `compress.LOOKBACK_PER_LANE=8,compress.SPIN_LIMIT=16`) into its items, checking only their syntax:
+/// the syntax of `BITSPARSE_KERNEL_CONSTANTS` and of `pipeline_stats --constants`. A malformed item is
+/// an error naming it.
+pub fn parse_constants(spec: &str) -> std::result::Result<Vec<ConstantItem<'_>>, String> {
+    let mut items = Vec::new();
+    for text in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let bad = |why: &str| format!("{why} in {text:?}");
+        let (name, value) = text.split_once('=').ok_or_else(|| bad("no '='"))?;
+        let (kernel, name) = name.trim().split_once('.').ok_or_else(|| bad("no kernel prefix"))?;
         let value: f64 = value.trim().parse().map_err(|_| bad("not a number"))?;
-        let Some(&(_, tn, lo, hi)) = TUNABLE.iter().find(|(tk, tn, _, _)| *tk == k && *tn == name) else {
-            return Err(bad("not a tunable constant"));
+        items.push(ConstantItem { text, kernel: kernel.trim(), name: name.trim(), value });
+    }
+    Ok(items)
+}
+
+/// Applies the items of `spec` (see [`parse_constants`]) for `kernel`. Unknown kernels or names, and
+/// values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
+fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
+    let bad = |why: String| Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"));
+    for item in parse_constants(spec).map_err(bad)? {
+        let Some(&(_, tn, lo, hi)) = TUNABLE.iter().find(|(tk, tn, _, _)| *tk == item.kernel && *tn == item.name) else {
+            return Err(bad(format!("not a tunable constant in {:?}", item.text)));
         };
-        if !(lo..=hi).contains(&value) || value.fract() != 0.0 {
-            return Err(bad("value out of range"));
+        if !(lo..=hi).contains(&item.value) || item.value.fract() != 0.0 {
+            return Err(bad(format!("value out of range in {:?}", item.text)));
         }
-        if k == kernel {
+        if item.kernel == kernel {
             consts.retain(|(n, _)| *n != tn);
-            consts.push((tn, value));
+            consts.push((tn, item.value));
         }
     }
     Ok(())
@@ -199,7 +218,7 @@ impl Staging {
     pub fn resolve(config: Option<Staging>) -> Result<Staging> {
         match config {
             Some(s) => Ok(s),
-            None => config_or_env(None, "BITSPARSE_STAGING").map_or(Ok(Staging::Auto), |v| Staging::parse(&v)),
+            None => std::env::var("BITSPARSE_STAGING").map_or(Ok(Staging::Auto), |v| Staging::parse(&v)),
         }
     }
 }
@@ -280,7 +299,8 @@ impl Kernels {
             Staging::Auto if !i16 => Staging::Words,
             s => s,
         };
-        let tuning = config_or_env(tuning, "BITSPARSE_KERNEL_CONSTANTS");
+        // The A/B knobs are read once, here: the spec given in the config, else the environment's.
+        let tuning = tuning.or_else(|| std::env::var("BITSPARSE_KERNEL_CONSTANTS").ok());
         let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), tuning, staging, trusted: trusted_codec_kernels(), cache: Mutex::new(HashMap::new()) };
         for compress in [true, false] {
             for bits8 in [false, true] {
@@ -394,6 +414,17 @@ mod tests {
         assert!(d.is_empty());
         apply_tuning("", "compress", &mut d).unwrap();
         assert!(d.is_empty());
+    }
+
+    #[test]
+    fn constant_specs_parse_any_name_and_name_the_bad_item() {
+        let items = parse_constants(" compress.SCAN_SLOTS = 4 ,,decompress.X=2.5").unwrap();
+        assert_eq!(items, vec![
+            ConstantItem { text: "compress.SCAN_SLOTS = 4", kernel: "compress", name: "SCAN_SLOTS", value: 4.0 },
+            ConstantItem { text: "decompress.X=2.5", kernel: "decompress", name: "X", value: 2.5 },
+        ]);
+        assert_eq!(parse_constants("compress.A=1,compress.B").unwrap_err(), "no '=' in \"compress.B\"");
+        assert!(parse_constants("").unwrap().is_empty());
     }
 
     #[test]
