@@ -7,7 +7,10 @@
 //! of all the batch's buffers between two timed ops makes wgpu insert a barrier (storage use → copy
 //! destination → storage use), which on Vulkan is an execution dependency on all earlier compute work.
 
+use std::time::Instant;
+
 use crate::error::{Error, Result};
+use crate::sync;
 
 /// Bytes after the used part of every benchmark buffer: the guard word, kept 16-byte aligned so vec4
 /// shaders can cover the used part.
@@ -56,4 +59,18 @@ pub fn fence(encoder: &mut wgpu::CommandEncoder, buffers: &[&wgpu::Buffer]) {
     for b in buffers {
         encoder.clear_buffer(b, b.size() - 4, Some(4));
     }
+}
+
+/// Brings the clocks up before timing: a GPU idles at a fraction of its clock and takes a while to
+/// ramp. Submits what `record` records and waits for it, again and again, for `seconds` (not at all
+/// for 0).
+pub fn spin_up(device: &wgpu::Device, queue: &wgpu::Queue, seconds: f64, mut record: impl FnMut(&mut wgpu::CommandEncoder) -> Result<()>) -> Result<()> {
+    let start = Instant::now();
+    while start.elapsed().as_secs_f64() < seconds {
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.spin_up") });
+        record(&mut enc)?;
+        sync::submit(queue, [enc.finish()]);
+        sync::wait_idle(device)?;
+    }
+    Ok(())
 }

@@ -7,7 +7,6 @@
 //! mix could not reach the copy's rate; these figures say whether it can (docs/PERFORMANCE.md).
 
 use serde::Serialize;
-use std::time::Instant;
 
 use super::copy::{CopyKernel, Traffic, FILL_SEED};
 use super::gpu;
@@ -38,16 +37,10 @@ pub fn measure(device: &wgpu::Device, queue: &wgpu::Queue, bytes: u64, reps: u32
     let dst = gpu::buffer(device, "bitsparse.roofline.dst", bytes)?;
     let prepared = kernel.prepare(device, &src, &dst, bytes)?;
     let encoder = || device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.roofline") });
-    let start = Instant::now();
-    loop {
-        let mut enc = encoder();
-        kernel.record(&mut enc, &prepared);
-        sync::submit(queue, [enc.finish()]);
-        sync::wait_idle(device)?;
-        if start.elapsed().as_secs_f64() >= spin_up_s {
-            break;
-        }
-    }
+    gpu::spin_up(device, queue, spin_up_s, |enc| {
+        kernel.record(enc, &prepared);
+        Ok(())
+    })?;
     let kinds = [Traffic::Copy, Traffic::Fill, Traffic::Read];
     let reps = reps.max(1);
     let mut timer = Timer::new(device, (reps + 1) * 2 * kinds.len() as u32, StampMode::for_device(device)?)?;

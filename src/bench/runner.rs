@@ -2,7 +2,6 @@
 //! copy shader are timed interleaved, repetition after repetition, so each op is compared with a copy
 //! measured under the same conditions (clocks, temperature, neighbours).
 
-use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -286,19 +285,13 @@ fn time_cases(ctx: &BatchCtx<'_>, cases: &[Box<dyn Case + '_>], sweep: &Resolved
     }
     let encoder = || device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench") });
 
-    // Bring the clocks up: a GPU idles at a fraction of its clock and takes a while to ramp.
-    if sweep.spin_up_s > 0.0 {
-        let per_submit = ((256u64 << 20) / cases[0].bytes_moved().max(1)).clamp(1, 1000);
-        let start = Instant::now();
-        while start.elapsed().as_secs_f64() < sweep.spin_up_s {
-            let mut enc = encoder();
-            for _ in 0..per_submit {
-                cases[0].record(&mut enc)?;
-            }
-            sync::submit(queue, [enc.finish()]);
-            sync::wait_idle(device)?;
+    let per_submit = ((256u64 << 20) / cases[0].bytes_moved().max(1)).clamp(1, 1000);
+    gpu::spin_up(device, queue, sweep.spin_up_s, |enc| {
+        for _ in 0..per_submit {
+            cases[0].record(enc)?;
         }
-    }
+        Ok(())
+    })?;
     // Warm-up rounds, not waited for: the timed rounds follow them on the queue without a gap.
     for _ in 0..sweep.warmup {
         let mut enc = encoder();
