@@ -204,11 +204,16 @@ fn corrupted_or_truncated_container_is_refused() {
 
 #[test]
 fn usage_errors_exit_2() {
+    // A raw file without --dtype: the input is read first (once), then refused as a usage error.
+    let d = scratch("usage");
+    let raw = d.join("a.raw");
+    std::fs::write(&raw, [1u8, 0, 2, 0]).unwrap();
+    let out = d.join("b.bsp");
     for args in [
         &["compress", "--bogus"][..],
         &["--no-such-flag", "info"],
         &["compress", "--dtype", "f32", "a", "b"],
-        &["compress", "a", "b"],
+        &["compress", s(&raw), s(&out)],
         &["decompress", "only-one"],
         &["--backend", "cuda", "info"],
         &["frobnicate"],
@@ -217,7 +222,9 @@ fn usage_errors_exit_2() {
         let o = run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: stderr:\n{}", stderr(&o));
     }
+    assert!(!out.exists());
     assert_eq!(run(&["--help"]).status.code(), Some(0));
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]

@@ -306,6 +306,144 @@ proptest! {
     }
 }
 
+/// Makes every CRC of a (mutated) container agree with its bytes again, as far as its lengths allow:
+/// the header CRC, each record's stored-bytes CRC and header CRC, and — where the stored bytes decode
+/// (verbatim records always; tensor records through the CPU decoder) — the decoded bytes' CRC. What is
+/// left is a container that only the format's other rules can refuse: a mutant that passes them is
+/// spec-valid, and must round-trip.
+fn recompute_crcs(mut b: Vec<u8>) -> Vec<u8> {
+    let crc = |x: &[u8]| crc32fast_hash(x);
+    if b.len() < 40 {
+        return b;
+    }
+    let h = crc(&b[..36]);
+    b[36..40].copy_from_slice(&h.to_le_bytes());
+    let mut pos = 40usize;
+    while pos + 48 <= b.len() {
+        let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        let name_len = u32::from_le_bytes(b[pos + 4..pos + 8].try_into().unwrap()) as usize;
+        let stored_len = u64_at(&b, pos + 24);
+        let name_end = pos + 48 + name_len;
+        let Some(end) = usize::try_from(stored_len).ok().and_then(|l| name_end.checked_add(l)).filter(|&e| e <= b.len()) else {
+            break;
+        };
+        let stored = b[name_end..end].to_vec();
+        b[pos + 36..pos + 40].copy_from_slice(&crc(&stored).to_le_bytes());
+        let decoded = if b[pos] == 0 { Some(stored.clone()) } else { cpu::decompress(&stored).ok() };
+        if let Some(d) = decoded {
+            b[pos + 32..pos + 36].copy_from_slice(&crc(&d).to_le_bytes());
+        }
+        let mut rec = b[pos..pos + 44].to_vec();
+        rec.extend_from_slice(&b[pos + 48..name_end]);
+        b[pos + 44..pos + 48].copy_from_slice(&crc(&rec).to_le_bytes());
+        pos = end;
+    }
+    b
+}
+
+/// CRC-32 (IEEE), the container's checksum; written out here so the test does not trust the
+/// library's own use of it.
+fn crc32fast_hash(x: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &byte in x {
+        c ^= byte as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+        }
+    }
+    !c
+}
+
+/// A raw-file container (one tensor record) and a dump container (header, tensors, verbatim records),
+/// to mutate.
+fn container_seeds() -> Vec<Vec<u8>> {
+    let data = cpu::synthetic_relu2(3000, 0.2, DType::Bf16, 21);
+    let raw = Container::raw(&data, DType::Bf16, Options::SIGN_PACK, cpu::compress).unwrap().to_bytes();
+    vec![raw, container_sample().1]
+}
+
+/// What a mutant with recomputed CRCs is, by the CPU reference: `Ok(decoded)` when it is spec-valid.
+fn judge(m: &[u8]) -> Result<Vec<u8>, String> {
+    let c = Container::parse(m).map_err(|e| e.to_string())?;
+    c.decode(cpu::decompress).map_err(|e| e.to_string())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1024),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Mutants with every CRC recomputed: a spec-valid one parses, re-serialises to the same bytes and
+    /// decodes to exactly the length it announces; any other is refused with a typed error (no panic).
+    #[test]
+    fn mutated_containers_with_recomputed_crcs(seed in 0usize..2, e in edits(), ins in insertion(), c in cut()) {
+        let m = recompute_crcs(mutate(container_seeds()[seed].clone(), &e, &ins, c));
+        if let Ok(decoded) = judge(&m) {
+            let parsed = Container::parse(&m).unwrap();
+            prop_assert!(parsed.to_bytes() == m, "a spec-valid container does not re-serialise to its own bytes");
+            prop_assert_eq!(decoded.len() as u64, parsed.original_len());
+        }
+    }
+}
+
+/// Mutated containers with recomputed CRCs through the binary (GPU decoder): a spec-valid mutant
+/// decompresses to exactly what the CPU reference decodes, a spec-invalid one is exit 1 with one
+/// `error:` line naming the file and leaves no output. Deterministic mutants, enough of them that both
+/// kinds occur (the test counts them).
+#[test]
+fn mutated_containers_through_the_cli() {
+    if common::vulkan().is_none() {
+        eprintln!("skipped: no Vulkan adapter");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_bitsparse");
+    let tmp = std::env::temp_dir().join(format!("bitsparse-fuzz-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let seeds = container_seeds();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as usize
+    };
+    let (mut valid, mut invalid) = (0, 0);
+    for case in 0..48 {
+        let seed = &seeds[case % seeds.len()];
+        // Mostly one or two byte edits (many land in values and stay spec-valid), sometimes a cut.
+        let edits: Vec<(usize, u8)> = (0..1 + next() % 2).map(|_| (next(), next() as u8)).collect();
+        let cut = (case % 7 == 3).then(|| next());
+        let m = recompute_crcs(mutate(seed.clone(), &edits, &None, cut));
+        let (inp, out) = (tmp.join(format!("m{case}.bsp")), tmp.join(format!("m{case}.out")));
+        std::fs::write(&inp, &m).unwrap();
+        let mut c = std::process::Command::new(bin);
+        c.env_remove("WGPU_ADAPTER_NAME").env_remove("WGPU_BACKEND");
+        let o = c.args(["--backend", "vulkan", "decompress"]).arg(&inp).arg(&out).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!err.contains("panicked") && !err.contains("internal"), "case {case}: {err}");
+        match judge(&m) {
+            Ok(decoded) => {
+                valid += 1;
+                assert_eq!(o.status.code(), Some(0), "case {case}: spec-valid mutant refused: {err}");
+                assert!(std::fs::read(&out).unwrap() == decoded, "case {case}: GPU and CPU decode differ");
+            }
+            Err(why) => {
+                invalid += 1;
+                assert_eq!(o.status.code(), Some(1), "case {case} ({why}): {err}");
+                assert_eq!(err.lines().filter(|l| l.starts_with("error: ")).count(), 1, "case {case}: {err}");
+                assert!(err.contains(&format!("m{case}.bsp")), "case {case}: error does not name the file: {err}");
+                assert!(!out.exists(), "case {case}: output left behind");
+            }
+        }
+    }
+    assert!(valid >= 5 && invalid >= 5, "too one-sided to test both rules: {valid} valid, {invalid} invalid");
+    eprintln!("{valid} spec-valid and {invalid} spec-invalid mutants");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
 fn corpus_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }

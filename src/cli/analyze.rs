@@ -32,7 +32,7 @@ pub struct Args {
     /// Element type of a raw file, or of a .npy void array (ml_dtypes' bfloat16 is `V2`, FP8 `V1`).
     #[arg(long, value_enum)]
     dtype: Option<DTypeArg>,
-    /// A .safetensors, .npy or raw element file.
+    /// A .safetensors, .npy or raw element file; `-` for standard input.
     file: PathBuf,
 }
 
@@ -103,8 +103,8 @@ fn analyse(engine: &Engine, path: &Path, t: &Tensor, data: &[u8]) -> Result<Opti
 pub fn run(g: &Globals, a: &Args) -> Result<(), CliError> {
     let path = &a.file;
     let dtype = a.dtype.map(DType::from);
-    let bytes = std::fs::read(path).map_err(|e| CliError::file(path, format!("cannot read: {e}")))?;
-    let kind = sniff(path, dtype.is_some());
+    let bytes = super::io::read_input(path)?;
+    let kind = sniff(path, &bytes, dtype.is_some());
     if kind == files::Kind::Raw && dtype.is_none() {
         return Err(CliError::file(path, "not a .safetensors or .npy file: a raw element file needs --dtype"));
     }

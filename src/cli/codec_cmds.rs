@@ -1,11 +1,12 @@
 //! `bitsparse compress` and `bitsparse decompress`: raw element files to and from a container
 //! (`bitsparse::container`), with the codec work on the GPU.
 //!
-//! Order of work in both commands: read and check the input, create the output's temporary file (so a
-//! missing output directory fails before any GPU work), open the adapter, code, write, rename. Any error
-//! on the way drops the temporary file.
+//! Order of work in both commands: refuse an OUT that is IN, read the input once (`-`: stdin) and check
+//! it, open the output (a temporary file for a regular OUT, so a missing output directory fails before
+//! any GPU work; see `io.rs` for special files and `-`), open the adapter, code everything, write,
+//! rename. Any error on the way drops the temporary file; nothing reaches a written-through OUT or stdout
+//! before the whole result is ready.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -14,8 +15,8 @@ use bitsparse::format::entropy_bound_bits;
 use bitsparse::{DType, Error, Options};
 
 use super::engine::Engine;
-use super::output::AtomicOutput;
-use super::{print_json, print_stdout, CliError, Globals};
+use super::io::{self, Output};
+use super::{print_json, print_summary, CliError, Globals};
 
 /// `--dtype` values.
 #[derive(Copy, Clone, Debug, clap::ValueEnum)]
@@ -54,9 +55,10 @@ pub struct CompressArgs {
     /// Print one JSON document with the sizes and ratio instead of a summary line.
     #[arg(long)]
     json: bool,
-    /// Raw little-endian element file, .safetensors or .npy.
+    /// Raw little-endian element file, .safetensors or .npy; `-` for standard input.
     input: PathBuf,
-    /// Container to write.
+    /// Container to write; `-` for standard output. A regular file is replaced atomically; a device, FIFO
+    /// or symbolic link is written through.
     output: PathBuf,
 }
 
@@ -66,18 +68,20 @@ pub struct DecompressArgs {
     /// Print one JSON document instead of a summary line.
     #[arg(long)]
     json: bool,
-    /// Container to read.
+    /// Container to read; `-` for standard input.
     input: PathBuf,
-    /// File to restore.
+    /// File to restore; `-` for standard output. A regular file is replaced atomically; a device, FIFO
+    /// or symbolic link is written through.
     output: PathBuf,
 }
 
-fn read_input(path: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|e| CliError::file(path, format!("cannot read: {e}")))
-}
-
-fn create_output(path: &Path) -> Result<AtomicOutput, CliError> {
-    AtomicOutput::create(path).map_err(|e| CliError::file(path, format!("cannot write: {e}")))
+/// The checks every command with IN and OUT makes before reading: OUT is not IN, and `--json` (which
+/// owns stdout) is not combined with OUT `-`.
+fn check_paths(input: &Path, output: &Path, json: bool) {
+    if json && io::is_std(output) {
+        super::file_cmds::usage_error("--json prints to stdout, so OUT cannot be `-` with it");
+    }
+    io::check_distinct(input, output);
 }
 
 /// The library's message, with the sign-bit case phrased for a command-line user.
@@ -94,22 +98,23 @@ fn describe_error(e: &Error) -> String {
 }
 
 pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
+    check_paths(&a.input, &a.output, a.json);
     let given = a.dtype.map(DType::from);
-    let kind = super::file_cmds::sniff(&a.input, given.is_some());
+    let data = io::read_input(&a.input)?;
+    let kind = super::file_cmds::sniff(&a.input, &data, given.is_some());
     if kind != bitsparse::files::Kind::Raw {
-        return super::file_cmds::compress(g, kind, &a.input, &a.output, given, a.sign_pack, a.verify, a.json);
+        return super::file_cmds::compress(g, kind, &a.input, data, &a.output, given, a.sign_pack, a.verify, a.json);
     }
     let Some(dtype) = given else {
         super::file_cmds::usage_error("--dtype is required for a raw element file (.safetensors and .npy files need none)")
     };
     let options = Options { sign_pack: a.sign_pack };
-    let data = read_input(&a.input)?;
     // Checked before opening a device: bad input should not wait for (or be masked by) the adapter.
     if data.len() as u64 % dtype.bytes() != 0 {
         let e = Error::PartialElement { bytes: data.len() as u64, elem_bytes: dtype.bytes() };
         return Err(CliError::file(&a.input, format!("{e} (--dtype {dtype})")));
     }
-    let mut out = create_output(&a.output)?;
+    let mut out = Output::open(&a.output)?;
     // Test hook for tests/cli.rs: proves that a panic (a bug) still ends as one `error: internal:` line,
     // exit 1, and no output or temporary file. Not a user-facing option.
     if std::env::var_os("BITSPARSE_TEST_PANIC").is_some() {
@@ -129,7 +134,8 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
             return Err(CliError::file(&a.input, "verification failed: the decompressed bytes differ from the input"));
         }
     }
-    container.write_to(out.writer()).map_err(|e| CliError::file(&a.output, format!("cannot write: {e}")))?;
+    let to_stdout = out.is_stdout();
+    container.write_to(&mut out.writer()).map_err(|e| CliError::file(&a.output, format!("cannot write: {e}")))?;
     out.commit().map_err(|e| CliError::file(&a.output, format!("cannot write: {e}")))?;
 
     let n = data.len() as u64 / dtype.bytes();
@@ -160,7 +166,7 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
     }
     let bound = bound_fraction.map_or(String::new(), |f| format!(", {:.1}% of the entropy bound", f * 100.0));
     let dens = density.map_or("no elements".to_string(), |d| format!("density {d:.4}"));
-    print_stdout(&format!(
+    print_summary(to_stdout, &format!(
         "{} -> {}: {n} {dtype} elements ({dens}), {} -> {stored} bytes, ratio {ratio:.3}{bound}{}; {}",
         a.input.display(),
         a.output.display(),
@@ -171,26 +177,32 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
 }
 
 pub fn decompress(g: &Globals, a: &DecompressArgs) -> Result<(), CliError> {
-    let bytes = read_input(&a.input)?;
+    check_paths(&a.input, &a.output, a.json);
+    let bytes = io::read_input(&a.input)?;
     let container = Container::parse(&bytes).map_err(|e| CliError::file(&a.input, e))?;
     drop(bytes);
-    let mut out = create_output(&a.output)?;
+    let mut out = Output::open(&a.output)?;
     let needs_gpu = container.records.iter().any(|r| matches!(r.kind, RecordKind::Tensor { .. }));
     let engine = if needs_gpu { Some(Engine::open(&g.choice).map_err(CliError::plain)?) } else { None };
 
+    // Every record is decoded before the first byte is written: a bad record late in the container must
+    // not leave a partial file on a written-through OUT or on stdout.
     let t0 = Instant::now();
+    let mut decoded = Vec::with_capacity(container.records.len());
     for (i, r) in container.records.iter().enumerate() {
-        let decoded = r
-            .decode(|s| match &engine {
+        decoded.push(
+            r.decode(|s| match &engine {
                 Some(e) => e.decompress(s),
                 None => Err(Error::InvalidArgument("internal: tensor record without a device".into())),
             })
-            .map_err(|e| CliError::tensor(&a.input, &record_label(i, r), e))?;
-        out.writer()
-            .write_all(&decoded)
-            .map_err(|e| CliError::file(&a.output, format!("cannot write: {e}")))?;
+            .map_err(|e| CliError::tensor(&a.input, &record_label(i, r), e))?,
+        );
     }
     let secs = t0.elapsed().as_secs_f64();
+    let to_stdout = out.is_stdout();
+    for d in &decoded {
+        out.writer().write_all(d).map_err(|e| CliError::file(&a.output, format!("cannot write: {e}")))?;
+    }
     out.commit().map_err(|e| CliError::file(&a.output, format!("cannot write: {e}")))?;
 
     let tensors = container.records.iter().filter(|r| matches!(r.kind, RecordKind::Tensor { .. })).count();
@@ -206,7 +218,7 @@ pub fn decompress(g: &Globals, a: &DecompressArgs) -> Result<(), CliError> {
             "adapter": engine.as_ref().map(|e| e.describe_json()),
         }));
     }
-    print_stdout(&format!(
+    print_summary(to_stdout, &format!(
         "{} -> {}: {} bytes restored from {} record(s), {tensors} tensor(s){}",
         a.input.display(),
         a.output.display(),

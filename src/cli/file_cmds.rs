@@ -2,12 +2,10 @@
 //! on the GPU into one container, the header and every other tensor stored verbatim, so `decompress`
 //! (which needs nothing new: it concatenates the decoded records) restores the file byte-exactly.
 //!
-//! Recognising a dump file: by extension (`.safetensors`, `.npy`), else by content (the npy magic; a
-//! plausible safetensors header only when `--dtype` is absent, since `--dtype` says "raw elements").
-//! Only the first bytes and the length are read to decide, so a raw file is still read once, by the
-//! raw path in `codec_cmds.rs`.
+//! Recognising a dump file: by extension (`.safetensors`, `.npy`), else — only when `--dtype` is absent,
+//! since `--dtype` says "raw elements" — by content (the npy magic; a plausible safetensors header). The
+//! content is the bytes already read: every input is read exactly once (`io::read_input`).
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Instant;
 
@@ -15,22 +13,19 @@ use bitsparse::files::{self, pack, Kind, ParsedFile};
 use bitsparse::{DType, Options};
 
 use super::engine::Engine;
-use super::output::AtomicOutput;
-use super::{print_json, print_stdout, CliError, Globals};
+use super::io::Output;
+use super::{print_json, print_summary, CliError, Globals};
 
-/// What kind of file `path` is, from its name and first bytes. An unreadable file is `Raw` (the raw path
-/// then reports it).
-pub fn sniff(path: &Path, dtype_given: bool) -> Kind {
-    let mut head = Vec::new();
-    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    if let Ok(f) = std::fs::File::open(path) {
-        let _ = f.take(16).read_to_end(&mut head);
-    }
-    files::detect(path, &head, len, dtype_given)
+/// What kind of file `bytes` (read from `path`) is, from the name and the first bytes.
+pub fn sniff(path: &Path, bytes: &[u8], dtype_given: bool) -> Kind {
+    files::detect(path, &bytes[..bytes.len().min(16)], bytes.len() as u64, dtype_given)
 }
 
-/// The tensor name of a `.npy` or raw file: the file's stem.
+/// The tensor name of a `.npy` or raw file: the file's stem (`stdin` for `-`).
 pub fn stem(path: &Path) -> String {
+    if super::io::is_std(path) {
+        return "stdin".to_string();
+    }
     path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
@@ -40,21 +35,22 @@ pub fn usage_error(msg: &str) -> ! {
     super::Cli::command().error(clap::error::ErrorKind::MissingRequiredArgument, msg).exit()
 }
 
-/// Compresses a dump file. Called by `compress` when [`sniff`] says the input is not raw.
+/// Compresses a dump file (`bytes`, read from `input`). Called by `compress` when [`sniff`] says the
+/// input is not raw.
 #[allow(clippy::too_many_arguments)]
 pub fn compress(
     g: &Globals,
     kind: Kind,
     input: &Path,
+    bytes: Vec<u8>,
     output: &Path,
     dtype: Option<DType>,
     sign_pack: bool,
     verify: bool,
     json: bool,
 ) -> Result<(), CliError> {
-    let bytes = std::fs::read(input).map_err(|e| CliError::file(input, format!("cannot read: {e}")))?;
     let parsed = ParsedFile::parse(&bytes, kind, dtype, &stem(input)).map_err(|e| CliError::file(input, e))?;
-    let mut out = AtomicOutput::create(output).map_err(|e| CliError::file(output, format!("cannot write: {e}")))?;
+    let mut out = Output::open(output)?;
     let needs_gpu = parsed.tensors.iter().any(|t| matches!(t.elem, files::Elem::Act(_)));
     let engine = if needs_gpu { Some(Engine::open(&g.choice).map_err(CliError::plain)?) } else { None };
 
@@ -82,7 +78,8 @@ pub fn compress(
             return Err(CliError::file(input, "verification failed: the decompressed bytes differ from the input"));
         }
     }
-    container.write_to(out.writer()).map_err(|e| CliError::file(output, format!("cannot write: {e}")))?;
+    let to_stdout = out.is_stdout();
+    container.write_to(&mut out.writer()).map_err(|e| CliError::file(output, format!("cannot write: {e}")))?;
     out.commit().map_err(|e| CliError::file(output, format!("cannot write: {e}")))?;
 
     let stored = container.encoded_len();
@@ -114,7 +111,7 @@ pub fn compress(
             "adapter": engine.as_ref().map(|e| e.describe_json()),
         }));
     }
-    print_stdout(&format!(
+    print_summary(to_stdout, &format!(
         "{} -> {}: {} file, {} tensor(s) compressed, {} stored verbatim, {} -> {stored} bytes, ratio {ratio:.3}{}{}",
         input.display(),
         output.display(),

@@ -14,7 +14,7 @@ mod codec_cmds;
 mod engine;
 mod file_cmds;
 mod info;
-mod output;
+mod io;
 mod selftest;
 
 use std::path::Path;
@@ -106,7 +106,9 @@ impl CliError {
 
 /// Runs the CLI and returns the exit code.
 pub fn main() -> ExitCode {
+    quiet_driver_environment();
     install_panic_hook();
+    io::install_signal_cleanup();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         // Usage errors exit 2, --help / --version exit 0, as clap decides; clap prints them itself.
@@ -138,6 +140,17 @@ fn run(cli: &Cli) -> Result<(), CliError> {
     }
 }
 
+/// Mesa's drivers print their own `error: XDG_RUNTIME_DIR is invalid or not set in the environment.` on
+/// stderr when that variable is unset (a container, `env -i`, a cron job), which broke the contract of
+/// exactly one `error:` line on failure and none on success. Headless compute needs no runtime directory,
+/// so an unset one is pointed at the temporary directory before any thread or driver starts.
+fn quiet_driver_environment() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        // Single-threaded here: nothing else reads the environment yet.
+        std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
+    }
+}
+
 /// The last resort: a panic (a bug) prints one `error: internal:` line instead of a backtrace. The
 /// process then unwinds to [`main`], which exits 1, so output guards still remove their temporary files.
 fn install_panic_hook() {
@@ -162,6 +175,17 @@ fn one_line(s: &str) -> String {
 pub fn print_json(value: &serde_json::Value) -> Result<(), CliError> {
     let s = serde_json::to_string_pretty(value).map_err(|e| CliError::plain(format!("internal: JSON: {e}")))?;
     print_stdout(&s)
+}
+
+/// Prints a command's summary line: on stdout, or on stderr when stdout carries the command's output
+/// (OUT `-`), so a pipeline receives only the data.
+pub fn print_summary(output_is_stdout: bool, text: &str) -> Result<(), CliError> {
+    if output_is_stdout {
+        eprintln!("{text}");
+        Ok(())
+    } else {
+        print_stdout(text)
+    }
 }
 
 /// Writes `text` and a newline to stdout. Unlike `println!`, a closed stdout (`bitsparse info | head -1`)

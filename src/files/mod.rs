@@ -205,12 +205,14 @@ impl ParsedFile {
 pub const NPY_MAGIC: &[u8; 6] = b"\x93NUMPY";
 
 /// Decides what kind of file `path` is from its name, its first bytes `head` (16 are enough) and its
-/// length `file_len`.
+/// length `file_len`. The CLI passes bytes it has already read: an input is read once (a pipe cannot be
+/// read twice).
 ///
-/// By extension first (`.safetensors`, `.npy`). Otherwise by content: the npy magic means `.npy`; a
-/// plausible safetensors header (a little-endian length that fits the file, followed by `{`) means
-/// `.safetensors`, but only when no `--dtype` was given: with `--dtype` the user said the file is raw
-/// elements, and raw bytes can look like anything. Everything else is raw.
+/// By extension first (`.safetensors`, `.npy`). Otherwise, when `--dtype` was given, raw: the user said
+/// the file is raw elements, and raw bytes can look like anything — a BF16 tensor can start with the
+/// npy magic `93 4E 55 4D 50 59`. Without `--dtype`, by content: the npy magic means `.npy`; a plausible
+/// safetensors header (a little-endian length that fits the file, followed by `{`) means `.safetensors`;
+/// everything else is raw (and then needs `--dtype`).
 pub fn detect(path: &std::path::Path, head: &[u8], file_len: u64, dtype_given: bool) -> Kind {
     let ext = path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase());
     match ext.as_deref() {
@@ -218,10 +220,13 @@ pub fn detect(path: &std::path::Path, head: &[u8], file_len: u64, dtype_given: b
         Some("npy") => return Kind::Npy,
         _ => {}
     }
+    if dtype_given {
+        return Kind::Raw;
+    }
     if head.starts_with(NPY_MAGIC) {
         return Kind::Npy;
     }
-    if !dtype_given && looks_like_safetensors(head, file_len) {
+    if looks_like_safetensors(head, file_len) {
         return Kind::Safetensors;
     }
     Kind::Raw
@@ -294,7 +299,10 @@ mod tests {
         let len = st.len() as u64;
         assert_eq!(detect(Path::new("a.SafeTensors"), b"", 0, false), Kind::Safetensors);
         assert_eq!(detect(Path::new("a.npy"), b"", 0, true), Kind::Npy);
-        assert_eq!(detect(Path::new("a.bin"), b"\x93NUMPY\x01\x00", 100, true), Kind::Npy);
+        assert_eq!(detect(Path::new("a.bin"), b"\x93NUMPY\x01\x00", 100, false), Kind::Npy);
+        // --dtype wins over content: raw elements may start with the npy magic.
+        assert_eq!(detect(Path::new("a.bin"), b"\x93NUMPY\x01\x00", 100, true), Kind::Raw);
+        assert_eq!(detect(Path::new("-"), b"\x93NUMPY\x01\x00", 100, true), Kind::Raw);
         assert_eq!(detect(Path::new("a.bin"), &st, len, false), Kind::Safetensors);
         assert_eq!(detect(Path::new("a.bin"), &st, len - 1, false), Kind::Raw);
         assert_eq!(detect(Path::new("a.bin"), &st, len, true), Kind::Raw);

@@ -85,8 +85,13 @@ impl<'a> LitParser<'a> {
                 }
                 String::from_utf8(out).map(Lit::Str).or_else(|_| self.fail("string is not UTF-8"))
             }
-            Some(b'(') => self.seq(b')', depth).map(Lit::Tuple),
-            Some(b'[') => self.seq(b']', depth).map(Lit::List),
+            // Python's rule: `(600)` is the integer 600 in parentheses, not a tuple; a one-element tuple
+            // is `(600,)`. NumPy refuses `'shape': (600)`, and so do we (it is not a tuple).
+            Some(b'(') => self.seq(b')', depth).map(|(mut items, comma)| match (items.len(), comma) {
+                (1, false) => items.remove(0),
+                _ => Lit::Tuple(items),
+            }),
+            Some(b'[') => self.seq(b']', depth).map(|(items, _)| Lit::List(items)),
             Some(b'{') => {
                 self.pos += 1;
                 let mut items = Vec::new();
@@ -139,17 +144,22 @@ impl<'a> LitParser<'a> {
         }
     }
 
-    fn seq(&mut self, close: u8, depth: usize) -> Result<Vec<Lit>, String> {
+    /// The items of a `(…)` or `[…]` sequence, and whether any comma separated or ended them.
+    fn seq(&mut self, close: u8, depth: usize) -> Result<(Vec<Lit>, bool), String> {
         self.pos += 1;
         let mut items = Vec::new();
+        let mut comma = false;
         loop {
             if self.peek() == Some(close) {
                 self.pos += 1;
-                return Ok(items);
+                return Ok((items, comma));
             }
             items.push(self.value(depth + 1)?);
             match self.peek() {
-                Some(b',') => self.pos += 1,
+                Some(b',') => {
+                    self.pos += 1;
+                    comma = true;
+                }
                 Some(c) if c == close => {}
                 _ => return self.fail(&format!("expected `,` or `{}`", close as char)),
             }
@@ -404,6 +414,27 @@ mod tests {
         b.extend_from_slice(&(deep.len() as u16).to_le_bytes());
         b.extend_from_slice(deep.as_bytes());
         assert!(parse(&b, None, "x").unwrap_err().message.contains("too deep"));
+    }
+
+    /// Python's `(600)` is an integer, not a one-element tuple: NumPy refuses such a header, so do we.
+    /// `(600,)` and `()` are tuples.
+    #[test]
+    fn parenthesised_integer_is_not_a_shape() {
+        let header = |shape: &str| {
+            let h = format!("{{'descr': '<f2', 'fortran_order': False, 'shape': {shape}, }}");
+            let mut b = NPY_MAGIC.to_vec();
+            b.extend_from_slice(&[1, 0]);
+            b.extend_from_slice(&(h.len() as u16).to_le_bytes());
+            b.extend_from_slice(h.as_bytes());
+            b.extend_from_slice(&[0u8; 1200]);
+            b
+        };
+        let e = parse(&header("(600)"), None, "x").unwrap_err();
+        assert!(e.message.contains("not a tuple"), "{e}");
+        assert_eq!(parse(&header("(600,)"), None, "x").unwrap().tensors[0].shape, [600]);
+        assert_eq!(parse(&header("(2, 300)"), None, "x").unwrap().tensors[0].shape, [2, 300]);
+        // A scalar: shape `()`, one element; the 1,198 bytes left over are then refused.
+        assert!(parse(&header("()"), None, "x").is_err());
     }
 
     #[test]
