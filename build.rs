@@ -1,6 +1,7 @@
 //! Embeds every `shaders/*.wgsl` and validates every preprocessor variant of every shader with naga, so a
 //! broken shader fails the build rather than a user's run. Files under `shaders/lib/` are snippets that are
-//! only validated through the shaders that include them.
+//! only validated through the shaders that include them. `shaders/train_ffn/` holds the demo trainer's
+//! shaders: the demos crate embeds and validates those, not the core.
 
 #[path = "src/shaders/preprocess.rs"]
 mod preprocess;
@@ -49,6 +50,9 @@ fn collect(dir: &Path, prefix: &str, files: &mut BTreeMap<String, String>) {
         let p = e.path();
         let name = format!("{prefix}{}", e.file_name().to_string_lossy());
         if p.is_dir() {
+            if name == "train_ffn" {
+                continue;
+            }
             collect(&p, &format!("{name}/"), files);
         } else if name.ends_with(".wgsl") {
             files.insert(name, fs::read_to_string(&p).unwrap());

@@ -1,4 +1,4 @@
-//! `cargo bench` entry (custom harness): runs `bitsparse::bench::run` on the chosen adapter and writes
+//! `cargo bench` entry (custom harness): runs `bitsparse_bench::run` on the chosen adapter and writes
 //! `bench.json`, `bench.md`, `throughput.svg` and `ratio.svg`. See benches/README.md.
 //!
 //! Flags (after `cargo bench --bench codec --`): `--quick`, `--out DIR`, `--results` (also write
@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use bitsparse::bench::{self, BenchConfig};
+use bitsparse_bench::{self as bench, BenchConfig};
 
 struct Args {
     config: BenchConfig,
@@ -34,7 +34,7 @@ fn parse() -> Result<Args, String> {
             "--no-progress" => a.config.progress = false,
             "--no-verify" => a.config.verify = false,
             "--out" => a.out = Some(PathBuf::from(value("--out")?)),
-            "--results" => a.results_dir = Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/results"))),
+            "--results" => a.results_dir = Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/results"))),
             "--results-dir" => a.results_dir = Some(PathBuf::from(value("--results-dir")?)),
             "--replot" => a.replot = Some(PathBuf::from(value("--replot")?)),
             "--adapter" => a.config.adapter.adapter = Some(value("--adapter")?),

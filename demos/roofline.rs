@@ -4,7 +4,7 @@
 //! `cargo run --release --example roofline -- [MiB] [reps]` (default 384 MiB = 201M BF16 elements, 20
 //! repetitions); the adapter follows `WGPU_ADAPTER_NAME` / `WGPU_BACKEND` like the CLI.
 
-use bitsparse::bench::roofline;
+use bitsparse_bench::roofline;
 use bitsparse::context::{AdapterChoice, GpuContext};
 
 fn main() {

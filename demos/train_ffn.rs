@@ -5,8 +5,7 @@
 //! `cargo run --release --example train_ffn` (small default config, under two minutes on lavapipe);
 //! `-- --json` prints one JSON document; `-- --help` lists the knobs. See the "Demo: training" section of README.md.
 
-#[path = "train_ffn/mod.rs"]
-mod trainer;
+use bitsparse_demos::train_ffn as trainer;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

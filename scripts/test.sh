@@ -13,12 +13,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bitsparse_setup
 
 if [ $# -gt 0 ]; then
-    exec cargo test --release "$@"
+    exec cargo test --release --workspace "$@"
 fi
-# Library unit tests, the binary's unit tests, tests/*.rs and the examples (built, and their #[test]s run).
-# Benchmarks are left to `cargo bench` (tests/bench_smoke.rs covers them): a harness-less bench binary
-# would run its whole sweep here. --no-fail-fast: one failing file must not hide the others' results.
+# Every member of the workspace (docs/ARCHITECTURE.md): library unit tests, binaries' unit tests, each
+# member's tests/*.rs and the examples (built, and their #[test]s run). Benchmarks are left to `cargo
+# bench` (benches/tests/bench_smoke.rs covers them): a harness-less bench binary would run its whole
+# sweep here. --no-fail-fast: one failing file must not hide the others' results.
 status=0
-cargo test --release --no-fail-fast --lib --bins --tests --examples || status=$?
-cargo test --release --no-fail-fast --doc || status=$?
+cargo test --release --workspace --no-fail-fast --lib --bins --tests --examples || status=$?
+cargo test --release --workspace --no-fail-fast --doc || status=$?
 exit "$status"

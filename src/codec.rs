@@ -50,14 +50,17 @@ pub struct CodecConfig {
     /// Look-back attempts before the decoupled fallback recomputes a stalled predecessor (default 64).
     /// Tests lower it to 1 to drive the fallback path hard.
     pub spin_limit: Option<u32>,
-    /// Kernel tuning constants, same syntax as `BITSPARSE_KERNEL_CONSTANTS` (which applies when this
-    /// is `None`), e.g. `compress.LOOKBACK_PER_LANE=4`; validated when the pipelines are built
-    /// (`Error::InvalidArgument`). For A/B measurements and tests of experimental kernel paths.
+    /// Kernel tuning constants (`kernels::parse_constants` syntax), e.g.
+    /// `compress.LOOKBACK_PER_LANE=4`; validated when the pipelines are built (`Error::InvalidArgument`).
+    /// For A/B measurements and tests of experimental kernel paths (the bench and the CLI take it from
+    /// `BITSPARSE_KERNEL_CONSTANTS`; the library reads no environment).
     pub kernel_constants: Option<String>,
-    /// How compress stages compacted values; `None`: `BITSPARSE_STAGING` if set, else
-    /// [`Staging::Auto`]. [`Staging::Halves`] on a device without `Features::SHADER_I16` is
-    /// `Error::Unsupported`.
+    /// How compress stages compacted values; `None`: [`Staging::Auto`]. [`Staging::Halves`] on a
+    /// device without `Features::SHADER_I16` is `Error::Unsupported`.
     pub staging: Option<Staging>,
+    /// Build the codec kernels with wgpu's runtime bounds checks (a debugging aid; the default builds
+    /// them as trusted modules, see `kernels::build_pipeline`).
+    pub checked_shaders: bool,
 }
 
 /// Where the value streams of a compressed tensor lie inside its values section.
@@ -157,7 +160,7 @@ impl Codec {
         } else {
             Path::Portable
         };
-        let kernels = Kernels::new(device, path, config.spin_limit, config.kernel_constants.clone(), config.staging)?;
+        let kernels = Kernels::new(device, path, &config)?;
         let mut max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         if let Some(b) = config.max_binding_bytes {
             max_binding = max_binding.min(b);

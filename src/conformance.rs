@@ -378,26 +378,6 @@ pub fn overall_ok(results: &[AdapterResult]) -> bool {
     results.iter().any(|r| r.status != Status::Unavailable) && results.iter().all(|r| r.status != Status::Fail)
 }
 
-/// The JSON of one adapter (CONVENTIONS.md: `name`, `backend`, `status`, `cases`, `failures`, plus the
-/// matrix, paths, reason and seconds).
-pub fn to_json(r: &AdapterResult) -> serde_json::Value {
-    serde_json::json!({
-        "name": r.name,
-        "backend": r.backend,
-        "status": r.status.name(),
-        "cases": r.cases,
-        "failures": r.failures.iter().map(|f| serde_json::json!({
-            "case": f.case, "path": f.path, "dtype": f.dtype, "message": f.message,
-        })).collect::<Vec<_>>(),
-        "paths": r.paths,
-        "matrix": r.matrix.iter().map(|c| serde_json::json!({
-            "path": c.path, "dtype": c.dtype, "cases": c.cases, "failed": c.failed,
-        })).collect::<Vec<_>>(),
-        "reason": r.reason,
-        "seconds": r.seconds,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

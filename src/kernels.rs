@@ -78,12 +78,6 @@ pub fn pipeline(
     build_pipeline(device, file, entry, defines, layout, constants, false)
 }
 
-/// Whether codec kernels are built as trusted modules (the default). `BITSPARSE_CHECKED_SHADERS=1`
-/// turns wgpu's runtime checks back on, as a debugging aid.
-pub fn trusted_codec_kernels() -> bool {
-    !std::env::var("BITSPARSE_CHECKED_SHADERS").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
-}
-
 /// Like [`pipeline`], but `trusted` builds the module without wgpu's injected bounds checks and loop
 /// bounding. Only for shaders whose indices are proven in range: the codec kernels index workgroup
 /// arrays with values bounded by the tile geometry (see the comments at each array), every loop has a
@@ -174,7 +168,7 @@ pub fn parse_constants(spec: &str) -> std::result::Result<Vec<ConstantItem<'_>>,
 /// Applies the items of `spec` (see [`parse_constants`]) for `kernel`. Unknown kernels or names, and
 /// values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
 fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
-    let bad = |why: String| Error::InvalidArgument(format!("BITSPARSE_KERNEL_CONSTANTS: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"));
+    let bad = |why: String| Error::InvalidArgument(format!("kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"));
     for item in parse_constants(spec).map_err(bad)? {
         let Some(&(_, tn, lo, hi)) = TUNABLE.iter().find(|(tk, tn, _, _)| *tk == item.kernel && *tn == item.name) else {
             return Err(bad(format!("not a tunable constant in {:?}", item.text)));
@@ -214,13 +208,6 @@ impl Staging {
         }
     }
 
-    /// `config`, else `BITSPARSE_STAGING` (an A/B knob like `BITSPARSE_KERNEL_CONSTANTS`), else `Auto`.
-    pub fn resolve(config: Option<Staging>) -> Result<Staging> {
-        match config {
-            Some(s) => Ok(s),
-            None => std::env::var("BITSPARSE_STAGING").map_or(Ok(Staging::Auto), |v| Staging::parse(&v)),
-        }
-    }
 }
 
 /// Which codec kernel.
@@ -277,7 +264,7 @@ pub struct Kernels {
     pub path: Path,
     device: wgpu::Device,
     spin_limit: u32,
-    /// The tuning spec: `CodecConfig::kernel_constants`, else `BITSPARSE_KERNEL_CONSTANTS`.
+    /// The tuning spec, `CodecConfig::kernel_constants`.
     tuning: Option<String>,
     staging: Staging,
     trusted: bool,
@@ -286,11 +273,13 @@ pub struct Kernels {
 
 impl Kernels {
     /// Builds the plain codec variants now (so errors surface at construction).
-    pub fn new(device: &wgpu::Device, path: Path, spin_limit: Option<u32>, tuning: Option<String>, staging: Option<Staging>) -> Result<Kernels> {
+    /// The library reads no environment: staging, tuning constants and checked shaders come from
+    /// `config` (the CLI and the bench read their `BITSPARSE_*` knobs and pass them in).
+    pub fn new(device: &wgpu::Device, path: Path, config: &crate::CodecConfig) -> Result<Kernels> {
         if path == Path::Subgroup && !device.features().contains(wgpu::Features::SUBGROUP) {
             return Err(Error::Unsupported("the subgroup path needs Features::SUBGROUP".into()));
         }
-        let staging = Staging::resolve(staging)?;
+        let staging = config.staging.unwrap_or(Staging::Auto);
         let i16 = device.features().contains(wgpu::Features::SHADER_I16);
         if staging == Staging::Halves && !i16 {
             return Err(Error::Unsupported("u16 staging needs Features::SHADER_I16".into()));
@@ -299,9 +288,15 @@ impl Kernels {
             Staging::Auto if !i16 => Staging::Words,
             s => s,
         };
-        // The A/B knobs are read once, here: the spec given in the config, else the environment's.
-        let tuning = tuning.or_else(|| std::env::var("BITSPARSE_KERNEL_CONSTANTS").ok());
-        let k = Kernels { path, device: device.clone(), spin_limit: spin_limit.unwrap_or(64), tuning, staging, trusted: trusted_codec_kernels(), cache: Mutex::new(HashMap::new()) };
+        let k = Kernels {
+            path,
+            device: device.clone(),
+            spin_limit: config.spin_limit.unwrap_or(64),
+            tuning: config.kernel_constants.clone(),
+            staging,
+            trusted: !config.checked_shaders,
+            cache: Mutex::new(HashMap::new()),
+        };
         for compress in [true, false] {
             for bits8 in [false, true] {
                 k.get(k.variant(compress, bits8, false, false, false))?;
@@ -433,7 +428,6 @@ mod tests {
         assert_eq!(Staging::parse(" Words ").unwrap(), Staging::Words);
         assert_eq!(Staging::parse("halves").unwrap(), Staging::Halves);
         assert!(matches!(Staging::parse("u16"), Err(Error::InvalidArgument(_))));
-        assert_eq!(Staging::resolve(Some(Staging::Words)).unwrap(), Staging::Words);
     }
 
     #[test]

@@ -9,13 +9,10 @@
 //! [`host`] and [`context`] and are for tests, tools and the CLI, not for the training path.
 
 pub mod arena;
-pub mod bench;
 pub mod conformance;
-pub mod container;
 pub mod context;
 pub mod cpu;
 pub mod error;
-pub mod files;
 pub mod format;
 pub mod fused;
 pub mod host;

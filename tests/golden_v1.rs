@@ -23,7 +23,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use bitsparse::container::{Container, RecordKind};
+use bitsparse_files::container::{Container, RecordKind};
 use bitsparse::format::{self, HEADER_WORDS, TILE, TILE_MASK_WORDS};
 use bitsparse::{cpu, host, sync, BufferRange, Codec, DType, Error, Options, Placement};
 use sha2::{Digest, Sha256};
@@ -532,7 +532,7 @@ fn make_stream(spec: &StreamSpec) -> Vec<u8> {
 
 /// The container files: name, bytes.
 fn containers() -> Vec<(&'static str, Vec<u8>)> {
-    use bitsparse::files::{pack, safetensors, Kind as FileKind, ParsedFile};
+    use bitsparse_files::{pack, safetensors, Kind as FileKind, ParsedFile};
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
     let dump = |bytes: &[u8], kind: FileKind, name: &str| {
         let parsed = ParsedFile::parse(bytes, kind, None, name).unwrap_or_else(|e| panic!("{name}: {e:?}"));

@@ -166,7 +166,7 @@ impl Gpu {
         }
         let (file, entry, storage) = k.file_entry();
         if !self.modules.contains_key(file) {
-            let src = bitsparse::shaders::source(file, &[]);
+            let src = shader_source(file);
             let m = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some(file),
                 source: wgpu::ShaderSource::Wgsl(src.into()),
@@ -250,4 +250,13 @@ impl Gpu {
 /// Params word for an f32.
 pub fn fbits(x: f32) -> u32 {
     x.to_bits()
+}
+
+include!(concat!(env!("OUT_DIR"), "/train_shaders.rs"));
+
+/// The trainer's shader `file` (under `shaders/train_ffn/`, embedded and validated by `demos/build.rs`),
+/// includes expanded; the core's snippets (`lib/act.wgsl`) come from the core.
+fn shader_source(file: &str) -> String {
+    let own = |n: &str| TRAIN_SHADERS.iter().find(|(f, _)| *f == n).map(|(_, s)| s.to_string());
+    bitsparse::shaders::source_with(file, &own, &[]).unwrap_or_else(|e| panic!("trainer shader {file} is malformed: {e}"))
 }

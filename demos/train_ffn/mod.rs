@@ -1,5 +1,5 @@
 //! The demo trainer's reusable parts, shared by `demos/train_ffn.rs` (the example) and
-//! `tests/train_ffn.rs` (which includes this tree with `#[path]`).
+//! `demos/tests/train_ffn.rs`, through the demos crate's library.
 //!
 //! [`run`] trains the same seeded model once per cache mode, compares losses and weight hashes step by
 //! step (and all final weights bit by bit), and gathers the cache accounting the report prints.

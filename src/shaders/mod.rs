@@ -17,6 +17,13 @@ pub fn names() -> impl Iterator<Item = &'static str> {
     SHADERS.iter().map(|(n, _)| *n)
 }
 
+/// `name` with includes expanded and `defines` set, where `lookup` finds files the core does not ship
+/// (a crate's own shaders, which may include the core's `lib/` snippets, e.g. `lib/act.wgsl`): `lookup`
+/// is asked first, then the core's table.
+pub fn source_with(name: &str, lookup: &dyn Fn(&str) -> Option<String>, defines: &[&str]) -> Result<String, String> {
+    preprocess::preprocess(name, &|n| lookup(n).or_else(|| raw(n).map(str::to_string)), defines)
+}
+
 /// `shaders/<name>` with includes expanded and `defines` set. Panics only if a shader shipped with the
 /// crate is malformed, which `build.rs` rules out.
 pub fn source(name: &str, defines: &[&str]) -> String {

@@ -1,8 +1,6 @@
 //! Shared test set-up: opening lavapipe (Vulkan) or llvmpipe (GL) and round-trip helpers.
 #![allow(dead_code)]
 
-pub mod cli;
-
 use bitsparse::context::{self, GpuContext};
 
 /// True when running in CI, where a missing backend is a failure, not a skip.

@@ -1,0 +1,312 @@
+//! A *case* is one op in one configuration inside a batch (one tensor): it owns its output buffers,
+//! records its work, knows the bytes it must move, and checks its result once after timing.
+//!
+//! Adding an op's rows means writing one constructor in [`make`]'s table (see `fused.rs` for the ops
+//! waiting on `bitsparse::fused`); the runner, the timing, the JSON and the plots need no change.
+
+use bitsparse::{BufferRange, Codec, Compressed};
+use bitsparse::error::{Error, Result};
+use bitsparse::format::{entropy_bound_bits, DType, Layout, Options};
+use bitsparse::{host, sync};
+
+use super::copy::{CopyKernel, PreparedCopy};
+use super::data::Stats;
+use super::gpu;
+use super::op::Op;
+
+/// What every case of a batch shares: the device, the tensor on the host and on the device.
+pub struct BatchCtx<'a> {
+    /// Device.
+    pub device: &'a wgpu::Device,
+    /// Queue.
+    pub queue: &'a wgpu::Queue,
+    /// The codec.
+    pub codec: &'a Codec,
+    /// The copy pipeline.
+    pub copy: &'a CopyKernel,
+    /// Element type.
+    pub dtype: DType,
+    /// Nominal density.
+    pub density: f64,
+    /// The dense tensor, little-endian.
+    pub data: &'a [u8],
+    /// Host-side facts about `data`.
+    pub stats: &'a Stats,
+    /// `data` on the device (plus the guard word).
+    pub input: &'a wgpu::Buffer,
+    /// Check results after timing.
+    pub verify: bool,
+    /// The plain dense kernels, built once per run when first needed.
+    pub dense: &'a std::cell::OnceCell<bitsparse::fused::DenseAct>,
+    /// Inputs of the fused and plain kernels, made once per batch when first needed.
+    pub fused: std::cell::OnceCell<super::fused::FusedInputs>,
+}
+
+impl BatchCtx<'_> {
+    /// Elements.
+    pub fn n(&self) -> u64 {
+        self.stats.n
+    }
+
+    /// Dense bytes.
+    pub fn dense_bytes(&self) -> u64 {
+        self.data.len() as u64
+    }
+}
+
+/// What a case's check found.
+#[derive(Clone, Debug, Default)]
+pub struct Check {
+    /// Dense bytes ÷ stored bytes (codec rows).
+    pub ratio: Option<f64>,
+    /// Entropy bound bits ÷ achieved bits (codec rows).
+    pub bound_fraction: Option<f64>,
+    /// Something the report should say (a mismatch, a skipped check).
+    pub note: Option<String>,
+}
+
+/// One timed thing.
+pub trait Case {
+    /// The op.
+    fn op(&self) -> Op;
+    /// Sign packing (false for ops it does not apply to).
+    fn sign_pack(&self) -> bool;
+    /// Bytes that must move (CONVENTIONS.md).
+    fn bytes_moved(&self) -> u64;
+    /// Buffers the case writes or reads besides the batch input (for the fence).
+    fn buffers(&self) -> Vec<&wgpu::Buffer>;
+    /// Records what must precede each repetition but is not part of the op (an arena reset), before the
+    /// fence and outside the timed region.
+    fn before(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        let _ = encoder;
+        Ok(())
+    }
+    /// Records the work (nothing is submitted).
+    fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()>;
+    /// Checks the result after timing (may submit and read back).
+    fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check>;
+}
+
+/// The case of `op` with `sign_pack` for this batch, or `None` where the op has no implementation (yet)
+/// or does not apply to the batch's dtype.
+pub fn make<'a>(op: Op, sign_pack: bool, ctx: &BatchCtx<'a>) -> Result<Option<Box<dyn Case + 'a>>> {
+    match op {
+        Op::Copy => Ok(Some(Box::new(CopyCase::new(ctx)?))),
+        Op::Compress => Ok(Some(Box::new(CompressCase::new(ctx, sign_pack)?))),
+        Op::Decompress => Ok(Some(Box::new(DecompressCase::new(ctx, sign_pack)?))),
+        Op::FusedForward => super::fused::fused_forward(ctx, sign_pack),
+        Op::FusedBackward => super::fused::fused_backward(ctx, sign_pack),
+        Op::PlainForward => super::fused::plain_forward(ctx),
+        Op::PlainBackward => super::fused::plain_backward(ctx),
+    }
+}
+
+/// Whether `op` has an implementation at all (so the report can say which rows are missing and why).
+pub fn implemented(op: Op) -> bool {
+    match op {
+        Op::Copy | Op::Compress | Op::Decompress => true,
+        Op::FusedForward | Op::FusedBackward | Op::PlainForward | Op::PlainBackward => super::fused::implemented(op),
+    }
+}
+
+/// The copy shader over the batch's dense bytes.
+struct CopyCase<'a> {
+    kernel: &'a CopyKernel,
+    dst: wgpu::Buffer,
+    prepared: PreparedCopy,
+}
+
+impl<'a> CopyCase<'a> {
+    fn new(ctx: &BatchCtx<'a>) -> Result<Self> {
+        let dst = gpu::buffer(ctx.device, "bitsparse.bench.copy.dst", ctx.dense_bytes())?;
+        let prepared = ctx.copy.prepare(ctx.device, ctx.input, &dst, ctx.dense_bytes())?;
+        Ok(CopyCase { kernel: ctx.copy, dst, prepared })
+    }
+}
+
+impl Case for CopyCase<'_> {
+    fn op(&self) -> Op {
+        Op::Copy
+    }
+    fn sign_pack(&self) -> bool {
+        false
+    }
+    fn bytes_moved(&self) -> u64 {
+        2 * self.prepared.bytes
+    }
+    fn buffers(&self) -> Vec<&wgpu::Buffer> {
+        vec![&self.dst]
+    }
+    fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        self.kernel.record(encoder, &self.prepared);
+        Ok(())
+    }
+    fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
+        if !ctx.verify {
+            return Ok(Check::default());
+        }
+        let back = sync::read_buffer(ctx.device, ctx.queue, &self.dst, 0, ctx.dense_bytes())?;
+        let note = (back != ctx.data).then(|| format!("copy {} {} elements: output differs from input", ctx.dtype, ctx.n()));
+        Ok(Check { note, ..Default::default() })
+    }
+}
+
+/// Ratio and bound fraction of a stream of `value_words` value words.
+pub(super) fn codec_check(ctx: &BatchCtx<'_>, layout: &Layout, value_words: u64, note: Option<String>) -> Check {
+    let stored = layout.compact_bytes(value_words) as f64;
+    let achieved_bits = stored * 8.0 / ctx.n() as f64;
+    let bound = entropy_bound_bits(ctx.stats.measured_density, ctx.dtype, layout.options.sign_pack);
+    Check { ratio: Some(ctx.dense_bytes() as f64 / stored), bound_fraction: Some(bound / achieved_bits), note }
+}
+
+/// The value words of the stream in `c`: from its header (read once, after the timed reps), compared
+/// with the count the host expects from the data. A chunked stream's header counts the gaps between
+/// chunks, so there the host's count is the stored size.
+fn stored_value_words(ctx: &BatchCtx<'_>, c: &Compressed) -> Result<(u64, Option<String>)> {
+    let expected = ctx.stats.value_words(ctx.dtype, c.layout.options);
+    let h = host::read_header(ctx.device, ctx.queue, c)?;
+    host::check_status(&h, &c.layout)?;
+    match c.placement {
+        bitsparse::Placement::Compact if h.value_words as u64 != expected => Ok((
+            h.value_words as u64,
+            Some(format!(
+                "{} {} ρ={} n={}: header says {} value words, the data need {expected}",
+                ctx.dtype,
+                if c.layout.options.sign_pack { "sign-packed" } else { "unpacked" },
+                ctx.density,
+                ctx.n(),
+                h.value_words
+            )),
+        )),
+        bitsparse::Placement::Compact => Ok((h.value_words as u64, None)),
+        bitsparse::Placement::Chunked { .. } => Ok((expected, None)),
+    }
+}
+
+fn options(sign_pack: bool) -> Options {
+    Options { sign_pack }
+}
+
+/// A compress of the batch tensor into a stream buffer of worst-case capacity.
+struct CompressJob<'a> {
+    codec: &'a Codec,
+    input: &'a wgpu::Buffer,
+    dtype: DType,
+    n: u64,
+    options: Options,
+    out: wgpu::Buffer,
+    cap: u64,
+}
+
+impl<'a> CompressJob<'a> {
+    fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
+        let options = options(sign_pack);
+        let cap = ctx.codec.output_capacity(ctx.dtype, ctx.n(), options)?;
+        let out = gpu::buffer(ctx.device, "bitsparse.bench.stream", cap)?;
+        Ok(CompressJob { codec: ctx.codec, input: ctx.input, dtype: ctx.dtype, n: ctx.n(), options, out, cap })
+    }
+
+    fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<Compressed> {
+        let input = BufferRange::new(self.input, 0, self.n * self.dtype.bytes());
+        self.codec.compress(encoder, input, self.dtype, self.n, self.options, BufferRange::new(&self.out, 0, self.cap))
+    }
+}
+
+/// Codec compress of the batch tensor.
+struct CompressCase<'a> {
+    job: CompressJob<'a>,
+    layout: Layout,
+    bytes: u64,
+    last: std::cell::RefCell<Option<Compressed>>,
+}
+
+impl<'a> CompressCase<'a> {
+    fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
+        let job = CompressJob::new(ctx, sign_pack)?;
+        let layout = Layout::new(ctx.dtype, ctx.n(), options(sign_pack))?;
+        let bytes = ctx.dense_bytes() + ctx.stats.mask_and_values_bytes(&layout);
+        Ok(CompressCase { job, layout, bytes, last: std::cell::RefCell::new(None) })
+    }
+}
+
+impl Case for CompressCase<'_> {
+    fn op(&self) -> Op {
+        Op::Compress
+    }
+    fn sign_pack(&self) -> bool {
+        self.job.options.sign_pack
+    }
+    fn bytes_moved(&self) -> u64 {
+        self.bytes
+    }
+    fn buffers(&self) -> Vec<&wgpu::Buffer> {
+        vec![&self.job.out]
+    }
+    fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        let c = self.job.record(encoder)?;
+        *self.last.borrow_mut() = Some(c);
+        Ok(())
+    }
+    fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
+        let c = self.last.borrow().clone().ok_or_else(|| Error::InvalidArgument("compress case checked before it ran".into()))?;
+        let (words, note) = stored_value_words(ctx, &c)?;
+        Ok(codec_check(ctx, &self.layout, words, note))
+    }
+}
+
+/// Codec decompress of a stream compressed once, untimed, when the case is made.
+struct DecompressCase<'a> {
+    codec: &'a Codec,
+    stream: Compressed,
+    out: wgpu::Buffer,
+    dense: u64,
+    bytes: u64,
+}
+
+impl<'a> DecompressCase<'a> {
+    fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
+        let job = CompressJob::new(ctx, sign_pack)?;
+        let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
+        let stream = job.record(&mut enc)?;
+        sync::submit(ctx.queue, [enc.finish()]);
+        let out = gpu::buffer(ctx.device, "bitsparse.bench.decompressed", ctx.dense_bytes())?;
+        let bytes = ctx.dense_bytes() + ctx.stats.mask_and_values_bytes(&stream.layout);
+        Ok(DecompressCase { codec: ctx.codec, stream, out, dense: ctx.dense_bytes(), bytes })
+    }
+}
+
+impl Case for DecompressCase<'_> {
+    fn op(&self) -> Op {
+        Op::Decompress
+    }
+    fn sign_pack(&self) -> bool {
+        self.stream.layout.options.sign_pack
+    }
+    fn bytes_moved(&self) -> u64 {
+        self.bytes
+    }
+    fn buffers(&self) -> Vec<&wgpu::Buffer> {
+        vec![&self.stream.buffer, &self.out]
+    }
+    fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        self.codec.decompress(encoder, &self.stream, BufferRange::new(&self.out, 0, self.dense))
+    }
+    fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
+        let (words, mut note) = stored_value_words(ctx, &self.stream)?;
+        if ctx.verify {
+            let back = sync::read_buffer(ctx.device, ctx.queue, &self.out, 0, self.dense)?;
+            if back != ctx.data {
+                let first = back.iter().zip(ctx.data).position(|(a, b)| a != b).unwrap_or(0) as u64 / ctx.dtype.bytes();
+                let earlier = note.map(|n| format!("{n}; ")).unwrap_or_default();
+                note = Some(format!(
+                    "{earlier}decompress {} {} ρ={} n={}: NOT bit-exact (first difference at element {first})",
+                    ctx.dtype,
+                    if self.sign_pack() { "sign-packed" } else { "unpacked" },
+                    ctx.density,
+                    ctx.n()
+                ));
+            }
+        }
+        Ok(codec_check(ctx, &self.stream.layout, words, note))
+    }
+}

@@ -1,0 +1,138 @@
+//! Smoke test of the benchmark harness on lavapipe (Vulkan): the quick sweep runs, its JSON has the
+//! fields of CONVENTIONS.md with sane values, the outputs are written, and a device without timestamp
+//! queries is refused with `Error::Unsupported`; the roofline kernels (fill, read, copy) run.
+
+use bitsparse_bench::{self as bench, BenchConfig, Op};
+use bitsparse::context::{self, AdapterChoice, GpuContext};
+
+/// lavapipe on Vulkan, or `None` (a failure under `CI=true`, where the backend must be there).
+fn lavapipe() -> Option<wgpu::Adapter> {
+    let found = context::enumerate(wgpu::Backends::VULKAN).into_iter().find(|a| bench::is_cpu_adapter(&a.get_info()));
+    if found.is_none() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but no lavapipe Vulkan adapter: install mesa-vulkan-drivers");
+        eprintln!("skipping: no lavapipe Vulkan adapter");
+    }
+    found
+}
+
+fn quick() -> BenchConfig {
+    BenchConfig {
+        adapter: AdapterChoice { adapter: Some("llvmpipe".into()), backend: Some("vulkan".into()) },
+        progress: false,
+        ..BenchConfig::quick()
+    }
+}
+
+#[test]
+fn bench_quick_sweep_json_is_sane() {
+    let Some(adapter) = lavapipe() else { return };
+    let gpu = GpuContext::from_adapter(adapter, wgpu::Features::empty()).unwrap();
+    let report = bench::run_on(&gpu, &quick()).unwrap();
+
+    assert!(!report.adapter.name.is_empty() && report.adapter.backend == "vulkan", "{:?}", report.adapter);
+    assert!(report.copy_gbps.is_finite() && report.copy_gbps > 0.0, "copy_gbps {}", report.copy_gbps);
+    for n in &report.notes {
+        let failed = ["NOT bit-exact", "differs", "header says", "arena slot status", "arena stream of"];
+        assert!(!failed.iter().any(|f| n.contains(f)), "harness check failed: {n}");
+    }
+    for op in Op::ALL {
+        assert!(report.rows.iter().any(|r| r.op == op), "no {op} rows");
+    }
+    // The fused and plain kernels take BF16 only.
+    for op in [Op::FusedForward, Op::FusedBackward, Op::PlainForward, Op::PlainBackward] {
+        assert!(report.rows.iter().filter(|r| r.op == op).all(|r| r.dtype == "bf16"), "{op} rows for a non-BF16 batch");
+    }
+    // 2 dtypes × 3 densities × 2 sizes batches; copy once and compress/decompress twice (sign modes) each;
+    // the BF16 half of them also fused (twice) and plain (once) rows.
+    let count = |op: Op| report.rows.iter().filter(|r| r.op == op).count();
+    assert_eq!(count(Op::Copy), 12);
+    assert_eq!(count(Op::Compress), 24);
+    assert_eq!(count(Op::FusedForward), 12);
+    assert_eq!(count(Op::PlainBackward), 6);
+    // The fused forward stores what compress stores for the same support: the same ratio.
+    for f in report.rows.iter().filter(|r| r.op == Op::FusedForward) {
+        let c = report.rows.iter().find(|r| r.op == Op::Compress && r.dtype == "bf16" && r.sign_pack == f.sign_pack && r.density == f.density && r.elements == f.elements).unwrap();
+        assert_eq!(f.ratio, c.ratio, "{f:?}");
+    }
+    for r in &report.rows {
+        assert!(r.reps >= 3, "{r:?}");
+        assert!(r.ms > 0.0 && r.gbps > 0.0 && r.copy_fraction > 0.0, "{r:?}");
+        assert!((r.measured_density - r.density).abs() < 0.02, "{r:?}");
+        match r.op {
+            Op::Copy => {
+                assert!(r.ratio.is_none() && r.bound_fraction.is_none() && !r.sign_pack, "{r:?}");
+                assert_eq!(r.copy_fraction, 1.0);
+            }
+            Op::PlainForward | Op::PlainBackward => {
+                assert!(r.ratio.is_none() && r.bound_fraction.is_none() && !r.sign_pack, "{r:?}");
+            }
+            _ => {
+                let ratio = r.ratio.expect("codec and fused rows have a ratio");
+                let bf = r.bound_fraction.expect("codec and fused rows have a bound fraction");
+                assert!(ratio > 1.0, "density ≤ 0.5 must compress: {r:?}");
+                assert!(bf > 0.0 && bf <= 1.0, "{r:?}");
+                // At ρ = 0.5 the mask costs the entropy's 1 bit and values their width: close to the bound.
+                if r.density == 0.5 && r.elements == 1 << 18 {
+                    assert!(bf > 0.95, "{r:?}");
+                }
+            }
+        }
+    }
+    // Sign packing stores fewer bits per value: a better ratio at the same data.
+    let ratio = |sp: bool| {
+        report.rows.iter().find(|r| r.op == Op::Compress && r.dtype == "bf16" && r.density == 0.5 && r.sign_pack == sp && r.elements == 1 << 18)
+            .and_then(|r| r.ratio)
+            .unwrap()
+    };
+    assert!(ratio(true) > ratio(false));
+
+    // The JSON carries exactly the fields of CONVENTIONS.md.
+    let v: serde_json::Value = serde_json::from_str(&report.to_json().unwrap()).unwrap();
+    for k in ["adapter", "copy_gbps", "rows"] {
+        assert!(v.get(k).is_some(), "missing top-level {k}");
+    }
+    for k in ["name", "backend", "driver"] {
+        assert!(v["adapter"][k].is_string(), "missing adapter.{k}");
+    }
+    let row = &v["rows"][0];
+    for k in [
+        "op", "dtype", "sign_pack", "density", "measured_density", "elements", "reps", "ms", "gbps", "copy_fraction", "ratio", "bound_fraction",
+    ] {
+        assert!(row.get(k).is_some(), "missing row field {k}");
+    }
+
+    let dir = std::env::temp_dir().join(format!("bitsparse-bench-smoke-{}", std::process::id()));
+    let files = bench::write_outputs(&report, &dir, "").unwrap();
+    assert_eq!(files.len(), 4);
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        assert!(text.len() > 200, "{} is nearly empty", f.display());
+    }
+    assert!(std::fs::read_to_string(dir.join("ratio.svg")).unwrap().contains("<svg"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bench_without_timestamps_is_unsupported() {
+    let Some(adapter) = lavapipe() else { return };
+    let ts = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+    let gpu = GpuContext::from_adapter(adapter, ts).unwrap();
+    match bench::run_on(&gpu, &quick()) {
+        Err(bitsparse::Error::Unsupported(msg)) => assert!(msg.contains("timestamp"), "{msg}"),
+        other => panic!("expected Unsupported, got {:?}", other.map(|r| r.rows.len())),
+    }
+}
+
+/// The roofline kernels run, the fill writes its pattern (checked inside `measure`), and the rates are
+/// finite and positive over the bytes asked for (rounded to 16).
+#[test]
+fn roofline_rates_are_sane() {
+    let Some(adapter) = lavapipe() else { return };
+    let gpu = GpuContext::from_adapter(adapter, wgpu::Features::empty()).unwrap();
+    let r = bench::roofline::measure(&gpu.device, &gpu.queue, (1 << 20) + 8, 3, 0.0).unwrap();
+    assert_eq!(r.bytes, (1 << 20) + 16);
+    assert_eq!(r.reps, 3);
+    for (what, g) in [("copy", r.copy_gbps), ("fill", r.fill_gbps), ("read", r.read_gbps)] {
+        assert!(g.is_finite() && g > 0.0, "{what}: {g} GB/s");
+    }
+}

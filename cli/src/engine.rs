@@ -1,0 +1,54 @@
+//! The device the CLI works on and the codec calls it makes: the one place that decides whether a
+//! stream is made on the GPU or by the CPU reference.
+
+use bitsparse::context::{backend_name, AdapterChoice, GpuContext};
+use bitsparse::{Codec, DType, Options, Path, Result};
+
+/// An opened adapter, its codec (pipelines built once) and what the commands report about it.
+pub struct Engine {
+    ctx: GpuContext,
+    codec: Codec,
+}
+
+impl Engine {
+    /// Opens the adapter `choice` selects (flags, then environment, then the default adapter).
+    pub fn open(choice: &AdapterChoice) -> Result<Engine> {
+        let ctx = GpuContext::new(choice)?;
+        // The A/B knobs (BITSPARSE_STAGING, …) are the environment's; the library reads none itself.
+        let codec = Codec::with_config(&ctx.device, bitsparse_bench::codec_config_from_env()?)?;
+        Ok(Engine { ctx, codec })
+    }
+
+    /// `{name, backend, driver, path}` for JSON output.
+    pub fn describe_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.ctx.info.name,
+            "backend": backend_name(self.ctx.info.backend),
+            "driver": self.ctx.info.driver,
+            "path": self.path_name(),
+        })
+    }
+
+    /// `name (backend, path)` for human output.
+    pub fn describe(&self) -> String {
+        format!("{} ({}, {} path)", self.ctx.info.name, backend_name(self.ctx.info.backend), self.path_name())
+    }
+
+    /// The codec path in use.
+    pub fn path_name(&self) -> &'static str {
+        match self.codec.path() {
+            Path::Subgroup => "subgroup",
+            Path::Portable => "portable",
+        }
+    }
+
+    /// Compresses `data` into one compact tensor stream, on the GPU.
+    pub fn compress(&self, data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
+        bitsparse::host::compress_to_vec(&self.codec, &self.ctx.device, &self.ctx.queue, data, dtype, options)
+    }
+
+    /// Decompresses one tensor stream, on the GPU (the host validates the stream first).
+    pub fn decompress(&self, stream: &[u8]) -> Result<Vec<u8>> {
+        bitsparse::host::decompress_to_vec(&self.codec, &self.ctx.device, &self.ctx.queue, stream)
+    }
+}
