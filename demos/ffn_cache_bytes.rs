@@ -6,8 +6,8 @@
 //! `cargo run --release --example ffn_cache_bytes [-- --tokens N --density RHO --d D]`
 
 use bitsparse::arena::{Arena, ArenaConfig};
-use bitsparse::context::{AdapterChoice, GpuContext};
-use bitsparse::fused::Activation;
+use bitsparse::host::context::{AdapterChoice, GpuContext};
+use bitsparse::Activation;
 use bitsparse::{cpu, BufferRange, Codec, DType, Options};
 use wgpu::util::DeviceExt;
 
@@ -55,7 +55,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     arena.reset(&mut enc);
     let slot = arena.fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, Activation::Relu2, Options::default(), BufferRange::new(&ab, 0, bytes))?;
-    bitsparse::sync::submit(&ctx.queue, [enc.finish()]);
+    bitsparse::host::sync::submit(&ctx.queue, [enc.finish()]);
     let status = arena.read_status(&ctx.queue)?;
     status.check()?;
     let (_, slot_bytes) = arena.read_slot(&ctx.queue, &slot)?;

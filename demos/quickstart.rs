@@ -5,9 +5,10 @@
 
 use std::time::Instant;
 
-use bitsparse::context::{AdapterChoice, GpuContext};
+use bitsparse::host::context::{AdapterChoice, GpuContext};
 use bitsparse::format::entropy_bound_bits;
-use bitsparse::{cpu, sync, BufferRange, Codec, DType, Options};
+use bitsparse::{cpu, BufferRange, Codec, DType, Options};
+use bitsparse::host::sync;
 use wgpu::util::DeviceExt;
 
 struct Args {

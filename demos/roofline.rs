@@ -5,7 +5,7 @@
 //! repetitions); the adapter follows `WGPU_ADAPTER_NAME` / `WGPU_BACKEND` like the CLI.
 
 use bitsparse_bench::roofline;
-use bitsparse::context::{AdapterChoice, GpuContext};
+use bitsparse::host::context::{AdapterChoice, GpuContext};
 
 fn main() {
     if let Err(e) = run() {

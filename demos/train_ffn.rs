@@ -10,7 +10,7 @@ use bitsparse_demos::train_ffn as trainer;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bitsparse::context::{AdapterChoice, GpuContext};
+use bitsparse::host::context::{AdapterChoice, GpuContext};
 use clap::Parser;
 use trainer::{data::Corpus, gpu::Gpu, CacheMode, Config};
 
@@ -168,7 +168,7 @@ fn run(cli: &Cli) -> bitsparse::Result<bool> {
     };
     if cli.json {
         let mut v = serde_json::to_value(&report).map_err(|e| bitsparse::Error::InvalidArgument(e.to_string()))?;
-        v["adapter"] = serde_json::json!({ "name": ctx.info.name, "backend": bitsparse::context::backend_name(ctx.info.backend) });
+        v["adapter"] = serde_json::json!({ "name": ctx.info.name, "backend": bitsparse::host::context::backend_name(ctx.info.backend) });
         v["plot"] = if plot_ok { serde_json::json!(cli.plot.display().to_string()) } else { serde_json::Value::Null };
         println!("{}", serde_json::to_string_pretty(&v).map_err(|e| bitsparse::Error::InvalidArgument(e.to_string()))?);
     } else {

@@ -22,12 +22,12 @@ use std::sync::{Arc, Mutex};
 use wgpu::util::DeviceExt;
 
 use crate::codec::{BufferRange, Codec, FusedBackward, Placement, Source, Target};
-use crate::cpu::act::Activation;
+use crate::activation::Activation;
 use crate::cpu::fp8;
 use crate::error::{Error, Result};
 use crate::format::{status, DType, Layout, Options};
 use crate::kernels::{pipeline, storage, uniform};
-use crate::sync;
+use crate::host::sync;
 
 /// Control-buffer word indices (mirrors `shaders/lib/arena_ctrl.wgsl`).
 pub mod ctrl {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::format::{self, DType, Layout, Options, TILE};
-pub use crate::kernels::Path;
+pub use crate::kernels::CodecPath;
 use crate::kernels::Kernels;
 pub use crate::kernels::Staging;
 
@@ -156,9 +156,9 @@ impl Codec {
     pub fn with_config(device: &wgpu::Device, config: CodecConfig) -> Result<Codec> {
         let limits = device.limits();
         let path = if !config.force_portable && device.features().contains(wgpu::Features::SUBGROUP) {
-            Path::Subgroup
+            CodecPath::Subgroup
         } else {
-            Path::Portable
+            CodecPath::Portable
         };
         let kernels = Kernels::new(device, path, &config)?;
         let mut max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
@@ -212,7 +212,7 @@ impl Codec {
     }
 
     /// The path the kernels use.
-    pub fn path(&self) -> Path {
+    pub fn path(&self) -> CodecPath {
         self.inner.kernels.path
     }
 

@@ -14,9 +14,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use crate::context::{backend_name, GpuContext};
+use crate::host::context::{backend_name, GpuContext};
 use crate::format::{DType, Options, TILE};
-use crate::{cpu, host, Codec, CodecConfig, Error, Path};
+use crate::{cpu, host, Codec, CodecConfig, Error, CodecPath};
 
 /// Lengths every dtype × sign mode × path is tried at (edges of a word, of a tile, several tiles).
 pub const LENGTHS: [usize; 9] = [0, 1, 31, 32, 33, 4095, 4096, 4097, 3 * 4096 + 77];
@@ -82,7 +82,7 @@ pub enum Data {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Case {
     /// Codec path.
-    pub path: Path,
+    pub path: CodecPath,
     /// Codec configuration.
     pub variant: Variant,
     /// Element type.
@@ -120,7 +120,7 @@ impl Case {
 pub struct Failure {
     /// [`Case::name`].
     pub case: String,
-    /// Path name.
+    /// CodecPath name.
     pub path: &'static str,
     /// Element type name.
     pub dtype: &'static str,
@@ -131,7 +131,7 @@ pub struct Failure {
 /// One cell of the pass/fail matrix: a path and dtype.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cell {
-    /// Path name (`subgroup`, `portable`).
+    /// CodecPath name (`subgroup`, `portable`).
     pub path: &'static str,
     /// Element type name.
     pub dtype: &'static str,
@@ -165,17 +165,17 @@ pub struct AdapterResult {
 }
 
 /// The paths an opened device is tested on: subgroup where it has the feature, and always portable.
-pub fn paths(device: &wgpu::Device) -> Vec<Path> {
+pub fn paths(device: &wgpu::Device) -> Vec<CodecPath> {
     let mut v = Vec::new();
     if device.features().contains(wgpu::Features::SUBGROUP) {
-        v.push(Path::Subgroup);
+        v.push(CodecPath::Subgroup);
     }
-    v.push(Path::Portable);
+    v.push(CodecPath::Portable);
     v
 }
 
 /// Every case for `paths`. `max_binding` (the device's storage-binding size) sizes the `full` cases.
-pub fn cases(paths: &[Path], options: &SuiteOptions, max_binding: u64) -> Vec<Case> {
+pub fn cases(paths: &[CodecPath], options: &SuiteOptions, max_binding: u64) -> Vec<Case> {
     let mut v = Vec::new();
     for &path in paths {
         for dtype in DType::ALL {
@@ -282,8 +282,8 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "panic".into())
 }
 
-fn codec_for(device: &wgpu::Device, path: Path, variant: Variant) -> crate::Result<Codec> {
-    let mut cfg = CodecConfig { force_portable: path == Path::Portable, ..Default::default() };
+fn codec_for(device: &wgpu::Device, path: CodecPath, variant: Variant) -> crate::Result<Codec> {
+    let mut cfg = CodecConfig { force_portable: path == CodecPath::Portable, ..Default::default() };
     match variant {
         Variant::Default => {}
         Variant::Chunked => cfg.max_binding_bytes = Some(3 * 8192 + 512),
@@ -304,7 +304,7 @@ pub fn run_on(ctx: &GpuContext, options: &SuiteOptions, progress: &mut dyn FnMut
     let limits = ctx.device.limits();
     let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
     let list = cases(&paths, options, max_binding);
-    let mut codecs: Vec<((Path, Variant), std::result::Result<Codec, String>)> = Vec::new();
+    let mut codecs: Vec<((CodecPath, Variant), std::result::Result<Codec, String>)> = Vec::new();
     let mut matrix: Vec<Cell> = Vec::new();
     let mut failures = Vec::new();
     for (i, case) in list.iter().enumerate() {
@@ -384,8 +384,8 @@ mod tests {
 
     #[test]
     fn suite_covers_the_matrix() {
-        let c = cases(&[Path::Subgroup, Path::Portable], &SuiteOptions::default(), 1 << 27);
-        for path in [Path::Subgroup, Path::Portable] {
+        let c = cases(&[CodecPath::Subgroup, CodecPath::Portable], &SuiteOptions::default(), 1 << 27);
+        for path in [CodecPath::Subgroup, CodecPath::Portable] {
             for dtype in DType::ALL {
                 for sign_pack in [false, true] {
                     let of = |f: &dyn Fn(&Case) -> bool| c.iter().filter(|k| k.path == path && k.dtype == dtype && k.sign_pack == sign_pack && f(k)).count();
@@ -402,14 +402,14 @@ mod tests {
                 }
             }
         }
-        let full = cases(&[Path::Portable], &SuiteOptions { full: true }, 1 << 27);
+        let full = cases(&[CodecPath::Portable], &SuiteOptions { full: true }, 1 << 27);
         assert!(full.iter().any(|k| matches!(k.data, Data::Bits { n, .. } if n as u64 * 2 > 1 << 27)));
     }
 
     #[test]
     fn sign_packed_inputs_have_no_sign_bits_and_specials_cover_every_pattern() {
         for dtype in DType::ALL {
-            let c = Case { path: Path::Portable, variant: Variant::Default, dtype, sign_pack: false, data: Data::AllPatterns };
+            let c = Case { path: CodecPath::Portable, variant: Variant::Default, dtype, sign_pack: false, data: Data::AllPatterns };
             let d = input(&c);
             let eb = dtype.bytes() as usize;
             let mut seen = std::collections::HashSet::new();

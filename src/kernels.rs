@@ -11,21 +11,22 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 use crate::shaders;
 
-/// Which scan implementation the kernels use.
+/// Which scan implementation the kernels use. (Not `Path`: that name collided with `std::path::Path`
+/// in user code.)
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Path {
+pub enum CodecPath {
     /// Subgroup operations (`Features::SUBGROUP`).
     Subgroup,
     /// Workgroup shared-memory scans only: runs everywhere (e.g. wgpu's GL backend).
     Portable,
 }
 
-impl Path {
+impl CodecPath {
     /// `"subgroup"` or `"portable"`.
     pub fn name(self) -> &'static str {
         match self {
-            Path::Subgroup => "subgroup",
-            Path::Portable => "portable",
+            CodecPath::Subgroup => "subgroup",
+            CodecPath::Portable => "portable",
         }
     }
 }
@@ -230,10 +231,10 @@ pub struct Variant {
 
 impl Variant {
     /// The preprocessor defines (see [`crate::shaders`]) this variant is built with on `path`.
-    pub fn defines(&self, path: Path) -> Vec<&'static str> {
+    pub fn defines(&self, path: CodecPath) -> Vec<&'static str> {
         [
             (self.bits8, "BITS8"),
-            (path == Path::Subgroup, "SUBGROUP"),
+            (path == CodecPath::Subgroup, "SUBGROUP"),
             (self.arena, "ARENA"),
             (self.fused && self.compress, "FUSED_FWD"),
             (self.fused && !self.compress, "FUSED_BWD"),
@@ -261,7 +262,7 @@ pub struct Built {
 #[derive(Debug)]
 pub struct Kernels {
     /// The path they are built for.
-    pub path: Path,
+    pub path: CodecPath,
     device: wgpu::Device,
     spin_limit: u32,
     /// The tuning spec, `CodecConfig::kernel_constants`.
@@ -275,8 +276,8 @@ impl Kernels {
     /// Builds the plain codec variants now (so errors surface at construction).
     /// The library reads no environment: staging, tuning constants and checked shaders come from
     /// `config` (the CLI and the bench read their `BITSPARSE_*` knobs and pass them in).
-    pub fn new(device: &wgpu::Device, path: Path, config: &crate::CodecConfig) -> Result<Kernels> {
-        if path == Path::Subgroup && !device.features().contains(wgpu::Features::SUBGROUP) {
+    pub fn new(device: &wgpu::Device, path: CodecPath, config: &crate::CodecConfig) -> Result<Kernels> {
+        if path == CodecPath::Subgroup && !device.features().contains(wgpu::Features::SUBGROUP) {
             return Err(Error::Unsupported("the subgroup path needs Features::SUBGROUP".into()));
         }
         let staging = config.staging.unwrap_or(Staging::Auto);
@@ -339,7 +340,7 @@ impl Kernels {
             c.push(("SPIN_LIMIT", self.spin_limit as f64));
             c.push(("LOOKBACK_PER_LANE", LOOKBACK_PER_LANE as f64));
         }
-        if self.path == Path::Subgroup {
+        if self.path == CodecPath::Subgroup {
             let min = self.device.adapter_info().subgroup_min_size.clamp(4, 128);
             c.push(("SCAN_SLOTS", (128 / min) as f64));
         }

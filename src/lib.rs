@@ -5,24 +5,25 @@
 //! `README.md` for the tour.
 //!
 //! The library never owns a device: [`Codec`] borrows the caller's `wgpu::Device`, records into the caller's
-//! `CommandEncoder` and takes `(buffer, offset, size)` ranges. Helpers that submit and read back live in
-//! [`host`] and [`context`] and are for tests, tools and the CLI, not for the training path.
+//! `CommandEncoder` and takes `(buffer, offset, size)` ranges. Helpers that submit, read back and
+//! open devices live in [`host`] (with [`host::sync`], the one place the library waits on the GPU, and
+//! [`host::context`]) and are for tests, tools and the CLI, not for the training path.
 
+pub mod activation;
 pub mod arena;
 pub mod conformance;
-pub mod context;
 pub mod cpu;
 pub mod error;
 pub mod format;
-pub mod fused;
+pub mod dense_act;
 pub mod host;
 pub mod kernels;
 pub mod shaders;
-pub mod sync;
 pub mod update;
 
 mod codec;
 
-pub use codec::{BufferRange, Codec, CodecConfig, Compressed, Path, Placement, Staging};
+pub use activation::Activation;
+pub use codec::{BufferRange, Codec, CodecConfig, CodecPath, Compressed, Placement, Staging};
 pub use error::{Error, Result};
 pub use format::{DType, Layout, Options};

@@ -7,10 +7,11 @@ mod common;
 use common::{buf, canary, read};
 
 use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, Slot};
-use bitsparse::context::GpuContext;
+use bitsparse::host::context::GpuContext;
 use bitsparse::cpu::act::{self, Activation};
 use bitsparse::update::GatedSgd;
-use bitsparse::{cpu, sync, BufferRange, Codec, CodecConfig, DType, Error, Options};
+use bitsparse::{cpu, BufferRange, Codec, CodecConfig, DType, Error, Options};
+use bitsparse::host::sync;
 use wgpu::util::DeviceExt;
 
 fn submit(ctx: &GpuContext, enc: wgpu::CommandEncoder) {

@@ -17,9 +17,10 @@ mod common;
 
 use std::sync::OnceLock;
 
-use bitsparse::context::GpuContext;
+use bitsparse::host::context::GpuContext;
 use bitsparse::format::TILE;
-use bitsparse::{cpu, host, sync, BufferRange, Codec, CodecConfig, DType, Options, Path, Placement};
+use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Options, CodecPath, Placement};
+use bitsparse::host::sync;
 use wgpu::util::DeviceExt;
 
 const DENSITY: f64 = 0.176;
@@ -164,7 +165,7 @@ fn dispatch_2d_one_workgroup_per_dimension_prime_tiles() {
     let Some(ctx) = common::vulkan() else { return };
     for force_portable in [false, true] {
         let codec = Codec::with_config(&ctx.device, CodecConfig { max_workgroups_per_dim: Some(1), force_portable, ..Default::default() }).expect("codec");
-        assert_eq!(codec.path(), if force_portable { Path::Portable } else { Path::Subgroup });
+        assert_eq!(codec.path(), if force_portable { CodecPath::Portable } else { CodecPath::Subgroup });
         for (dtype, tiles, tail) in [(DType::Bf16, 13u64, 5u64), (DType::F16, 31, 0), (DType::E4m3, 29, 4095), (DType::E5m2, 17, 1)] {
             for sign_pack in [false, true] {
                 // `tiles` tiles in all, the last one partial unless `tail` is 0.

@@ -9,8 +9,9 @@
 
 mod common;
 
-use bitsparse::context::GpuContext;
-use bitsparse::{cpu, host, sync, BufferRange, Codec, CodecConfig, DType, Options};
+use bitsparse::host::context::GpuContext;
+use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Options};
+use bitsparse::host::sync;
 use wgpu::util::DeviceExt;
 
 /// The canary byte at pool position `i` (position-dependent, so a shifted copy is caught too).
@@ -211,7 +212,7 @@ fn embedding_default_limits_device() {
     std::env::set_var("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()));
     let Some(probe) = common::vulkan() else { return };
     let adapter = probe.adapter.clone();
-    let features = adapter.features() & bitsparse::context::wanted_features();
+    let features = adapter.features() & bitsparse::host::context::wanted_features();
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("default-limits"),
         required_features: features,

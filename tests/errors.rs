@@ -6,7 +6,7 @@
 
 mod common;
 
-use bitsparse::context::GpuContext;
+use bitsparse::host::context::GpuContext;
 use bitsparse::format::{hdr, status, Header, Layout, HEADER_WORDS};
 use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, Compressed, DType, Error, Options, Placement};
 use wgpu::util::DeviceExt;
@@ -234,7 +234,7 @@ fn compressed(r: &Rig) -> Compressed {
         .codec
         .compress(&mut enc, BufferRange::new(&input, 0, N * 2), DT, N, Options::default(), BufferRange::new(&r.output, 0, r.cap))
         .expect("compress");
-    bitsparse::sync::submit(&r.ctx.queue, [enc.finish()]);
+    bitsparse::host::sync::submit(&r.ctx.queue, [enc.finish()]);
     c
 }
 
@@ -521,11 +521,11 @@ fn sign_bit_under_sign_pack() {
                 .compress(&mut enc, BufferRange::new(&input, 0, (n * eb) as u64), dtype, n as u64, Options::SIGN_PACK, BufferRange::new(&stream, 0, cap))
                 .expect("recording a compress of signed data is fine: the GPU finds the sign bit");
             codec.decompress(&mut enc, &c, BufferRange::new(&out, 0, (n * eb) as u64)).expect("recording the decompress is fine too");
-            bitsparse::sync::submit(&ctx.queue, [enc.finish()]);
+            bitsparse::host::sync::submit(&ctx.queue, [enc.finish()]);
             let h = host::read_header(&ctx.device, &ctx.queue, &c).expect("header");
             assert_eq!(h.status & status::SIGN_BIT_SET, status::SIGN_BIT_SET, "{dtype} codec {ci}: status bit not set");
             assert!(matches!(host::read_compressed(&ctx.device, &ctx.queue, &c), Err(Error::SignBitSet { index: None })));
-            let after = bitsparse::sync::read_buffer(&ctx.device, &ctx.queue, &out, 0, canary.len() as u64).expect("read");
+            let after = bitsparse::host::sync::read_buffer(&ctx.device, &ctx.queue, &out, 0, canary.len() as u64).expect("read");
             assert!(after == canary, "{dtype} codec {ci}: decompress of a sign-error stream wrote into the output");
         }
     }

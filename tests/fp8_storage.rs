@@ -8,10 +8,11 @@ mod common;
 use common::{buf, canary, read_at};
 
 use bitsparse::arena::{Arena, ArenaConfig, Fp8Scale, Slot};
-use bitsparse::context::GpuContext;
+use bitsparse::host::context::GpuContext;
 use bitsparse::cpu::act::{self, Activation};
 use bitsparse::cpu::fp8;
-use bitsparse::{cpu, sync, BufferRange, Codec, CodecConfig, DType, Error, Options, Staging};
+use bitsparse::{cpu, BufferRange, Codec, CodecConfig, DType, Error, Options, Staging};
+use bitsparse::host::sync;
 
 // ---------------------------------------------------------------- manual definition (f64, no `half`)
 

@@ -8,8 +8,8 @@ mod common;
 
 use common::{data, round_trip};
 
-use bitsparse::context::GpuContext;
-use bitsparse::{cpu, host, Codec, CodecConfig, DType, Error, Options, Path, Staging};
+use bitsparse::host::context::GpuContext;
+use bitsparse::{cpu, host, Codec, CodecConfig, DType, Error, Options, CodecPath, Staging};
 
 const DENSITIES: [f64; 4] = [0.0, 0.01, 0.176, 1.0];
 const LENGTHS: [usize; 5] = [0, 1, 33, 4097, 5 * 4096 + 77];
@@ -29,7 +29,7 @@ fn gl_codec_picks_portable_path() {
     assert!(!ctx.device.features().contains(wgpu::Features::SUBGROUP), "GL device unexpectedly has subgroups");
     assert!(!ctx.device.features().contains(wgpu::Features::SHADER_I16), "GL device unexpectedly has 16-bit types");
     let codec = Codec::new(&ctx.device).expect("the codec must build on GL");
-    assert_eq!(codec.path(), Path::Portable, "no subgroups on GL: the codec must use the portable path");
+    assert_eq!(codec.path(), CodecPath::Portable, "no subgroups on GL: the codec must use the portable path");
     // u16 staging cannot be built without SHADER_I16: asking for it is an error, not a fallback.
     let halves = Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Halves), ..Default::default() });
     assert!(matches!(halves, Err(Error::Unsupported(_))), "Staging::Halves on GL: {:?}", halves.err());
@@ -38,7 +38,7 @@ fn gl_codec_picks_portable_path() {
 fn matrix(dtype: DType) {
     let Some(ctx) = gl() else { return };
     let codec = Codec::new(&ctx.device).expect("codec");
-    assert_eq!(codec.path(), Path::Portable);
+    assert_eq!(codec.path(), CodecPath::Portable);
     for sign_pack in [false, true] {
         for (di, &density) in DENSITIES.iter().enumerate() {
             for (li, &n) in LENGTHS.iter().enumerate() {
@@ -122,11 +122,12 @@ fn gl_sign_bit_under_sign_pack_is_an_error() {
 fn gl_arena_fused_matches_cpu() {
     use bitsparse::arena::{Arena, ArenaConfig};
     use bitsparse::cpu::act::{self, Activation};
-    use bitsparse::{sync, BufferRange};
+    use bitsparse::{BufferRange};
+use bitsparse::host::sync;
     use wgpu::util::DeviceExt;
     let Some(ctx) = common::gl() else { return };
     let codec = Codec::new(&ctx.device).expect("codec");
-    assert_eq!(codec.path(), Path::Portable);
+    assert_eq!(codec.path(), CodecPath::Portable);
     let arena = Arena::new(&codec, ArenaConfig::new(1 << 20)).expect("arena");
     let n = 2 * 4096 + 77;
     // Pre-activations: a synthetic relu(z)² on the positive side, -1-ish elsewhere, plus -0.0 and a NaN.

@@ -25,7 +25,8 @@ use std::path::{Path, PathBuf};
 
 use bitsparse_files::container::{Container, RecordKind};
 use bitsparse::format::{self, HEADER_WORDS, TILE, TILE_MASK_WORDS};
-use bitsparse::{cpu, host, sync, BufferRange, Codec, DType, Error, Options, Placement};
+use bitsparse::{cpu, host, BufferRange, Codec, DType, Error, Options, Placement};
+use bitsparse::host::sync;
 use sha2::{Digest, Sha256};
 
 const MANIFEST: &str = "MANIFEST.txt";
@@ -258,7 +259,7 @@ fn chunk_tiles_of(stream: &[u8]) -> Option<u64> {
 }
 
 /// Decodes a chunked stream as it lies, gaps included: `Codec::decompress` with `Placement::Chunked`.
-fn gpu_decode_chunked(ctx: &bitsparse::context::GpuContext, codec: &Codec, stream: &[u8], chunk_tiles: u64) -> bitsparse::Result<Vec<u8>> {
+fn gpu_decode_chunked(ctx: &bitsparse::host::context::GpuContext, codec: &Codec, stream: &[u8], chunk_tiles: u64) -> bitsparse::Result<Vec<u8>> {
     use wgpu::util::DeviceExt;
     let (layout, _) = cpu::validate(stream)?;
     let mut contents = stream.to_vec();

@@ -5,8 +5,8 @@ mod common;
 
 use common::{data, round_trip};
 
-use bitsparse::context::GpuContext;
-use bitsparse::{cpu, host, Codec, CodecConfig, DType, Options, Path, Staging};
+use bitsparse::host::context::GpuContext;
+use bitsparse::{cpu, host, Codec, CodecConfig, DType, Options, CodecPath, Staging};
 
 const DENSITIES: [f64; 6] = [0.0, 1e-4, 0.01, 0.176, 0.5, 1.0];
 const LENGTHS: [usize; 10] = [0, 1, 31, 32, 33, 4095, 4096, 4097, 3 * 4096 + 77, 9 * 4096];
@@ -26,7 +26,7 @@ fn matrix(ctx: &GpuContext, codec: &Codec, dtype: DType) {
 
 fn subgroup_codec(ctx: &GpuContext) -> Codec {
     let codec = Codec::new(&ctx.device).expect("codec");
-    assert_eq!(codec.path(), Path::Subgroup, "lavapipe has subgroups: the fast path must be used");
+    assert_eq!(codec.path(), CodecPath::Subgroup, "lavapipe has subgroups: the fast path must be used");
     codec
 }
 
@@ -35,7 +35,7 @@ fn subgroup_codec(ctx: &GpuContext) -> Codec {
 fn lookback4_codec(ctx: &GpuContext) -> Codec {
     let cfg = CodecConfig { kernel_constants: Some("compress.LOOKBACK_PER_LANE=4".into()), spin_limit: Some(1), ..Default::default() };
     let codec = Codec::with_config(&ctx.device, cfg).expect("codec");
-    assert_eq!(codec.path(), Path::Subgroup);
+    assert_eq!(codec.path(), CodecPath::Subgroup);
     codec
 }
 
@@ -43,7 +43,7 @@ fn lookback4_codec(ctx: &GpuContext) -> Codec {
 /// `Features::SHADER_I16` run; lavapipe has it, so `Staging::Auto` stages in `u16` slots there.
 fn words_codec(ctx: &GpuContext) -> Codec {
     let codec = Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Words), ..Default::default() }).expect("codec");
-    assert_eq!(codec.path(), Path::Subgroup);
+    assert_eq!(codec.path(), CodecPath::Subgroup);
     codec
 }
 

@@ -24,7 +24,7 @@ use std::ffi::{c_char, CStr, CString};
 use std::process::ExitCode;
 
 use ash::vk;
-use bitsparse::kernels::{parse_constants, Path, Variant};
+use bitsparse::kernels::{parse_constants, CodecPath, Variant};
 use naga::back::spv;
 use serde_json::{json, Value};
 
@@ -107,7 +107,7 @@ fn parse_args() -> Result<Args, String> {
 /// plain-activation shaders.
 fn jobs(spin_limit: u32) -> Vec<Job> {
     let mut jobs = Vec::new();
-    for path in [Path::Subgroup, Path::Portable] {
+    for path in [CodecPath::Subgroup, CodecPath::Portable] {
         for (arena, fused) in [(false, false), (true, false), (true, true)] {
             for bits8 in [false, true] {
                 for compress in [true, false] {

@@ -7,7 +7,7 @@
 use bitsparse::{BufferRange, Codec, Compressed};
 use bitsparse::error::{Error, Result};
 use bitsparse::format::{entropy_bound_bits, DType, Layout, Options};
-use bitsparse::{host, sync};
+use bitsparse::host::{self, sync};
 
 use super::copy::{CopyKernel, PreparedCopy};
 use super::data::Stats;
@@ -37,7 +37,7 @@ pub struct BatchCtx<'a> {
     /// Check results after timing.
     pub verify: bool,
     /// The plain dense kernels, built once per run when first needed.
-    pub dense: &'a std::cell::OnceCell<bitsparse::fused::DenseAct>,
+    pub dense: &'a std::cell::OnceCell<bitsparse::dense_act::DenseAct>,
     /// Inputs of the fused and plain kernels, made once per batch when first needed.
     pub fused: std::cell::OnceCell<super::fused::FusedInputs>,
 }

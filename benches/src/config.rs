@@ -5,7 +5,7 @@
 //! elements, ≥ 5 repetitions there). Environment variables (`BITSPARSE_BENCH_*`) fill the fields a
 //! program left empty, so `cargo bench` and `bitsparse bench` can be steered the same way.
 
-use bitsparse::context::AdapterChoice;
+use bitsparse::host::context::AdapterChoice;
 use bitsparse::error::{Error, Result};
 use bitsparse::format::DType;
 
@@ -22,7 +22,7 @@ pub const CPU_MAX_ELEMENTS: u64 = 16 << 20;
 /// A benchmark run's settings.
 #[derive(Clone, Debug, Default)]
 pub struct BenchConfig {
-    /// Adapter to open (environment applied by [`bitsparse::context::GpuContext::new`]).
+    /// Adapter to open (environment applied by [`bitsparse::host::context::GpuContext::new`]).
     pub adapter: AdapterChoice,
     /// Tiny sweep for smoke tests (a few seconds on lavapipe).
     pub quick: bool,

@@ -1,6 +1,6 @@
 //! Rows for the fused training kernels (issue 3: [`bitsparse::arena::Arena::fused_forward`] /
 //! [`bitsparse::arena::Arena::fused_backward`]) and the plain dense ReLU² kernels they are compared with
-//! ([`bitsparse::fused::DenseAct`]).
+//! ([`bitsparse::dense_act::DenseAct`]).
 //!
 //! Each op is one function returning its [`Case`] for a batch, or `None` where it does not apply: the
 //! kernels take BF16 (an FP8 batch has no such rows), the dense kernels whole 16-byte ranges, and the
@@ -19,8 +19,8 @@ use bitsparse::BufferRange;
 use bitsparse::cpu::act::{self, Activation};
 use bitsparse::error::{Error, Result};
 use bitsparse::format::{DType, Layout, Options};
-use bitsparse::fused::DenseAct;
-use bitsparse::sync;
+use bitsparse::dense_act::DenseAct;
+use bitsparse::host::sync;
 
 use super::case::{codec_check, BatchCtx, Case, Check};
 use super::data::pre_activation_bf16;

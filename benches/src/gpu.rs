@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use bitsparse::error::{Error, Result};
-use bitsparse::sync;
+use bitsparse::host::sync;
 
 /// Bytes after the used part of every benchmark buffer: the guard word, kept 16-byte aligned so vec4
 /// shaders can cover the used part.

@@ -12,7 +12,7 @@ use super::copy::{CopyKernel, Traffic, FILL_SEED};
 use super::gpu;
 use super::timer::{median, span_ms, StampMode, Timer};
 use bitsparse::error::{Error, Result};
-use bitsparse::sync;
+use bitsparse::host::sync;
 
 /// Medians over the timed repetitions, in GB/s of bytes moved (copy: read + written).
 #[derive(Clone, Debug, Serialize)]

@@ -6,10 +6,10 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use bitsparse::Codec;
-use bitsparse::context::{backend_name, GpuContext};
+use bitsparse::host::context::{backend_name, GpuContext};
 use bitsparse::error::{Error, Result};
 use bitsparse::format::{DType, Layout, Options};
-use bitsparse::sync;
+use bitsparse::host::sync;
 
 use super::case::{self, BatchCtx, Case};
 use super::config::{BenchConfig, Resolved};

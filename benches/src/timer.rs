@@ -9,7 +9,7 @@
 //! value is taken once every earlier command has finished.
 
 use bitsparse::error::{Error, Result};
-use bitsparse::sync;
+use bitsparse::host::sync;
 
 /// How timestamps are written.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! queries is refused with `Error::Unsupported`; the roofline kernels (fill, read, copy) run.
 
 use bitsparse_bench::{self as bench, BenchConfig, Op};
-use bitsparse::context::{self, AdapterChoice, GpuContext};
+use bitsparse::host::context::{self, AdapterChoice, GpuContext};
 
 /// lavapipe on Vulkan, or `None` (a failure under `CI=true`, where the backend must be there).
 fn lavapipe() -> Option<wgpu::Adapter> {

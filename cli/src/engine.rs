@@ -1,8 +1,8 @@
 //! The device the CLI works on and the codec calls it makes: the one place that decides whether a
 //! stream is made on the GPU or by the CPU reference.
 
-use bitsparse::context::{backend_name, AdapterChoice, GpuContext};
-use bitsparse::{Codec, DType, Options, Path, Result};
+use bitsparse::host::context::{backend_name, AdapterChoice, GpuContext};
+use bitsparse::{Codec, DType, Options, CodecPath, Result};
 
 /// An opened adapter, its codec (pipelines built once) and what the commands report about it.
 pub struct Engine {
@@ -37,8 +37,8 @@ impl Engine {
     /// The codec path in use.
     pub fn path_name(&self) -> &'static str {
         match self.codec.path() {
-            Path::Subgroup => "subgroup",
-            Path::Portable => "portable",
+            CodecPath::Subgroup => "subgroup",
+            CodecPath::Portable => "portable",
         }
     }
 

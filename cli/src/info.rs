@@ -1,7 +1,7 @@
 //! `bitsparse info`: every adapter, in the enumeration order that `--adapter SUBSTR` searches, with the
 //! codec path it would get and which one the other commands would use now.
 
-use bitsparse::context::{backend_name, enumerate, instance, AdapterChoice};
+use bitsparse::host::context::{backend_name, enumerate, instance, AdapterChoice};
 
 use super::{print_json, print_stdout, CliError, Globals};
 

@@ -23,7 +23,7 @@ mod selftest;
 use std::path::Path;
 use std::process::ExitCode;
 
-use bitsparse::context::AdapterChoice;
+use bitsparse::host::context::AdapterChoice;
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Lossless GPU compression of sparse ReLU / ReLU² activations (1-bit mask + compacted nonzeros).

@@ -9,7 +9,7 @@
 //! `--adapter` / `--backend` (and their environment variables) narrow the set of adapters tested.
 
 use bitsparse::conformance::{self, AdapterResult, Status, SuiteOptions};
-use bitsparse::context::enumerate;
+use bitsparse::host::context::enumerate;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{print_json, print_stdout, CliError, Globals};
@@ -44,7 +44,7 @@ pub fn run(g: &Globals, a: &Args) -> Result<(), CliError> {
     let mut results: Vec<AdapterResult> = Vec::new();
     for adapter in adapters {
         let info = adapter.get_info();
-        let label = format!("{} ({})", info.name, bitsparse::context::backend_name(info.backend));
+        let label = format!("{} ({})", info.name, bitsparse::host::context::backend_name(info.backend));
         let bar = if a.no_progress {
             ProgressBar::hidden()
         } else {

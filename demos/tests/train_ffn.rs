@@ -4,7 +4,7 @@
 
 use bitsparse_demos::train_ffn as trainer;
 
-use bitsparse::context::{AdapterChoice, GpuContext};
+use bitsparse::host::context::{AdapterChoice, GpuContext};
 use trainer::{data::Corpus, gpu::Gpu, report::expected_stream_bytes, CacheMode, Config};
 
 /// The host-sync counter is process-wide: the tests of this file run one at a time so that one test's
@@ -124,12 +124,12 @@ fn no_host_sync_train_step() {
         for _ in 0..2 {
             model.upload_step(&gpu, &corpus);
             let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-            let before = bitsparse::sync::host_syncs();
+            let before = bitsparse::host::sync::host_syncs();
             model.record_step(&mut enc).unwrap();
-            assert_eq!(bitsparse::sync::host_syncs(), before, "{}: recording a step synchronised with the host", mode.name());
-            let before = bitsparse::sync::host_syncs();
+            assert_eq!(bitsparse::host::sync::host_syncs(), before, "{}: recording a step synchronised with the host", mode.name());
+            let before = bitsparse::host::sync::host_syncs();
             model.step(&gpu, &corpus).unwrap(); // the real step: exactly one (counted) submit
-            assert_eq!(bitsparse::sync::host_syncs(), before + 1, "{}: a step is one submit", mode.name());
+            assert_eq!(bitsparse::host::sync::host_syncs(), before + 1, "{}: a step is one submit", mode.name());
         }
     }
 }

@@ -61,7 +61,7 @@ pub type Progress<'a> = &'a mut dyn FnMut(CacheMode, &[StepStats]);
 pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, progress: Progress) -> Result<ModeRun> {
     let mut model = Model::new(gpu, cfg, corpus, mode)?;
     // Build and warm the pipelines outside the timed loop.
-    bitsparse::sync::wait_idle(&gpu.device)?;
+    bitsparse::host::sync::wait_idle(&gpu.device)?;
     let start = Instant::now();
     let mut regrows = 0;
     while model.steps_done() < cfg.steps {
@@ -82,7 +82,7 @@ pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, p
             progress(mode, &stats);
         }
     }
-    bitsparse::sync::wait_idle(&gpu.device)?;
+    bitsparse::host::sync::wait_idle(&gpu.device)?;
     let seconds = start.elapsed().as_secs_f64();
     let stats = model.read_stats(gpu)?;
     let params = model.read_params(gpu)?;

@@ -10,7 +10,8 @@
 //! the host copies out only at logging points.
 
 use bitsparse::cpu::SplitMix64;
-use bitsparse::{sync, Result};
+use bitsparse::{Result};
+use bitsparse::host::sync;
 
 use super::cache::{self, CacheBytes, HiddenCache, StepBuffers};
 use super::config::{CacheMode, Config};

@@ -1,6 +1,8 @@
 //! ReLU / ReLU² on BF16 bits: the CPU port of `shaders/lib/act.wgsl`, the reference the fused kernels
 //! are tested against. See that file for the rules (ReLU on bits, NaN handling, rounding).
 
+pub use crate::activation::Activation;
+
 /// Canonical BF16 quiet NaN, written for arithmetic results that are NaN.
 pub const BF16_QNAN: u16 = 0x7fc0;
 
@@ -29,25 +31,6 @@ pub fn f32_to_bf16(f: f32) -> u16 {
     }
     let b = f.to_bits();
     ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
-}
-
-/// The activation applied after the ReLU.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Activation {
-    /// a = relu(z).
-    Relu,
-    /// a = relu(z)².
-    Relu2,
-}
-
-impl Activation {
-    /// Code passed to the kernels.
-    pub fn code(self) -> u32 {
-        match self {
-            Activation::Relu => 0,
-            Activation::Relu2 => 1,
-        }
-    }
 }
 
 /// a from r.

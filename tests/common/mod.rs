@@ -1,7 +1,7 @@
 //! Shared test set-up: opening lavapipe (Vulkan) or llvmpipe (GL) and round-trip helpers.
 #![allow(dead_code)]
 
-use bitsparse::context::{self, GpuContext};
+use bitsparse::host::context::{self, GpuContext};
 
 /// True when running in CI, where a missing backend is a failure, not a skip.
 pub fn in_ci() -> bool {
@@ -89,7 +89,7 @@ pub fn canary(ctx: &GpuContext, bytes: u64) -> wgpu::Buffer {
 
 /// Reads `len` bytes at `offset` of `b` back to the host (a counted host sync).
 pub fn read_at(ctx: &GpuContext, b: &wgpu::Buffer, offset: u64, len: u64) -> Vec<u8> {
-    bitsparse::sync::read_buffer(&ctx.device, &ctx.queue, b, offset, len).expect("readback")
+    bitsparse::host::sync::read_buffer(&ctx.device, &ctx.queue, b, offset, len).expect("readback")
 }
 
 /// Reads the first `len` bytes of `b`.

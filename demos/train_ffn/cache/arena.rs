@@ -1,7 +1,7 @@
 //! BitSparse through the library's GPU arena and fused kernels.
 
 use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, ArenaStatus, Fp8Scale, GateArgs, Slot};
-use bitsparse::fused::Activation;
+use bitsparse::Activation;
 use bitsparse::{BufferRange, Codec, DType, Layout, Options, Result};
 
 use super::super::config::{CacheMode, Config};

@@ -1,16 +1,20 @@
-//! Blocking helpers that move data between host memory and the GPU codec: they **submit and read back**,
-//! so they are for tests, the CLI and tools, never for a training step.
+//! The host side: [`sync`] (the one module that submits, polls and maps, counted), [`context`] (opening
+//! an instance, an adapter and a device) and, here, blocking helpers that move data between host memory
+//! and the GPU codec: they **submit and read back**, so they are for tests, the CLI and tools, never for
+//! a training step.
 //!
 //! Large inputs are processed in pieces of whole tiles that fit the device's buffer limits, and the
 //! pieces' streams are merged on the host into one compact stream (the format makes that a
 //! concatenation: masks and values append, table entries shift).
+
+pub mod context;
+pub mod sync;
 
 use wgpu::util::DeviceExt;
 
 use crate::codec::{BufferRange, Codec, Compressed, Placement};
 use crate::error::{Error, Result};
 use crate::format::{self, status, DType, Header, Layout, Options, TILE};
-use crate::sync;
 
 /// Largest piece (dense bytes) one GPU round trip handles.
 fn piece_tiles(codec: &Codec, dtype: DType) -> u64 {

@@ -1,11 +1,11 @@
-//! Fused activation kernels and their plain dense baselines.
+//! The plain (unfused) dense activation kernels: [`DenseAct`], the dense ReLU/ReLU² forward (z → a)
+//! and backward (r, g → dL/dz) with the same math as the fused kernels — the baseline of the benchmarks
+//! and of a trainer that keeps its activation cache dense.
 //!
 //! The fused kernels live on the [`crate::arena::Arena`] (`fused_forward`, `fused_backward`), since
-//! what they compress or rebuild is an arena slot. This module holds the [`Activation`] they apply and
-//! [`DenseAct`], the plain dense ReLU/ReLU² forward (z → a) and backward (r, g → dL/dz) with the same
-//! math: the baseline of the benchmarks and of a trainer that keeps its activation cache dense.
+//! what they compress or rebuild is an arena slot.
 
-pub use crate::cpu::act::Activation;
+pub use crate::activation::Activation;
 use crate::codec::BufferRange;
 use crate::error::{Error, Result};
 use crate::kernels::{pipeline, storage, uniform};
