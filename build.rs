@@ -19,7 +19,8 @@ fn main() {
     for name in files.keys().filter(|n| !n.starts_with("lib/")) {
         let conds = preprocess::conditions(name, &lookup);
         for mask in 0..(1u32 << conds.len()) {
-            let defs: Vec<&str> = conds.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, c)| c.as_str()).collect();
+            let defs: Vec<&str> =
+                conds.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, c)| c.as_str()).collect();
             match preprocess::preprocess(name, &lookup, &defs) {
                 Err(e) => errors.push(e),
                 Ok(src) => {
@@ -36,7 +37,9 @@ fn main() {
 
     let out = std::env::var("OUT_DIR").unwrap();
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap();
-    let mut table = String::from("/// Embedded shader files: (path under shaders/, text).\npub static SHADERS: &[(&str, &str)] = &[\n");
+    let mut table = String::from(
+        "/// Embedded shader files: (path under shaders/, text).\npub static SHADERS: &[(&str, &str)] = &[\n",
+    );
     for name in files.keys() {
         table.push_str(&format!("    ({name:?}, include_str!({:?})),\n", format!("{manifest}/shaders/{name}")));
     }

@@ -78,7 +78,13 @@ fn run(args: Args) -> bitsparse::Result<()> {
     if args.json {
         println!("{}", report.to_json()?);
     }
-    eprintln!("{} ({}): copy shader {:.1} GB/s, {} rows", report.adapter.name, report.adapter.backend, report.copy_gbps, report.rows.len());
+    eprintln!(
+        "{} ({}): copy shader {:.1} GB/s, {} rows",
+        report.adapter.name,
+        report.adapter.backend,
+        report.copy_gbps,
+        report.rows.len()
+    );
     for n in &report.notes {
         eprintln!("note: {n}");
     }

@@ -48,13 +48,30 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
     let bytes = z.len() as u64;
-    let zb = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("z"), contents: &z, usage: wgpu::BufferUsages::STORAGE });
-    let ab = ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("a"), size: bytes, usage: wgpu::BufferUsages::STORAGE, mapped_at_creation: false });
+    let zb = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("z"),
+        contents: &z,
+        usage: wgpu::BufferUsages::STORAGE,
+    });
+    let ab = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("a"),
+        size: bytes,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
     let cap = codec.output_capacity(DType::Bf16, n as u64, Options::default())?.next_multiple_of(16);
-    let arena = Arena::new(&codec, ArenaConfig::new(cap.min(ctx.device.limits().max_storage_buffer_binding_size / 16 * 16)))?;
+    let arena =
+        Arena::new(&codec, ArenaConfig::new(cap.min(ctx.device.limits().max_storage_buffer_binding_size / 16 * 16)))?;
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     arena.reset(&mut enc);
-    let slot = arena.fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, Activation::Relu2, Options::default(), BufferRange::new(&ab, 0, bytes))?;
+    let slot = arena.fused_forward(
+        &mut enc,
+        BufferRange::new(&zb, 0, bytes),
+        n as u64,
+        Activation::Relu2,
+        Options::default(),
+        BufferRange::new(&ab, 0, bytes),
+    )?;
     bitsparse::host::sync::submit(&ctx.queue, [enc.finish()]);
     let status = arena.read_status(&ctx.queue)?;
     status.check()?;

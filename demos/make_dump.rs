@@ -9,8 +9,8 @@
 //! `cargo run --example make_dump [-- OUT]`
 
 use bitsparse::cpu::{synthetic_relu2, SplitMix64};
-use bitsparse_files::safetensors;
 use bitsparse::DType;
+use bitsparse_files::safetensors;
 
 const TOKENS: u64 = 32;
 const HIDDEN: u64 = 1024;
@@ -22,7 +22,9 @@ fn normal(rng: &mut SplitMix64) -> f64 {
 }
 
 fn main() {
-    let out = std::env::args().nth(1).unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/data/activations_small.safetensors").to_string());
+    let out = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/data/activations_small.safetensors").to_string());
     let n = (TOKENS * HIDDEN) as usize;
     let a0 = synthetic_relu2(n, 0.5, DType::Bf16, 10);
     let a1 = synthetic_relu2(n, 0.176, DType::Bf16, 11);

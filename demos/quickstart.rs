@@ -5,10 +5,10 @@
 
 use std::time::Instant;
 
-use bitsparse::host::context::{AdapterChoice, GpuContext};
 use bitsparse::format::entropy_bound_bits;
-use bitsparse::{cpu, BufferRange, Codec, DType, Options};
+use bitsparse::host::context::{AdapterChoice, GpuContext};
 use bitsparse::host::sync;
+use bitsparse::{cpu, BufferRange, Codec, DType, Options};
 use wgpu::util::DeviceExt;
 
 struct Args {
@@ -56,7 +56,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let data = cpu::synthetic_relu2(args.elements, args.density, dtype, 42);
     let nonzeros = cpu::count_nonzeros(&data, dtype);
     let density = nonzeros as f64 / n.max(1) as f64;
-    println!("tensor    : {n} {dtype} elements of relu(z)², {:.1}% nonzero ({:.1} MB dense)", density * 100.0, data.len() as f64 / 1e6);
+    println!(
+        "tensor    : {n} {dtype} elements of relu(z)², {:.1}% nonzero ({:.1} MB dense)",
+        density * 100.0,
+        data.len() as f64 / 1e6
+    );
 
     // GPU-resident buffers, as in a trainer: the codec only records into our encoder.
     let mut padded = data.clone();
@@ -125,9 +129,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         dense_bits / bound_bits,
         100.0 * bound_bits / achieved_bits
     );
-    println!("compress  : {:.3} ms, {:.2} GB/s (bytes that must move, wall clock incl. submit)", t_c * 1e3, moved / t_c / 1e9);
+    println!(
+        "compress  : {:.3} ms, {:.2} GB/s (bytes that must move, wall clock incl. submit)",
+        t_c * 1e3,
+        moved / t_c / 1e9
+    );
     println!("decompress: {:.3} ms, {:.2} GB/s", t_d * 1e3, moved / t_d / 1e9);
-    println!("round trip: {}", if exact && same_bytes { "bit-exact (and GPU bytes == CPU reference bytes)" } else { "MISMATCH" });
+    println!(
+        "round trip: {}",
+        if exact && same_bytes { "bit-exact (and GPU bytes == CPU reference bytes)" } else { "MISMATCH" }
+    );
     if !(exact && same_bytes) {
         return Err("round trip was not bit-exact".into());
     }

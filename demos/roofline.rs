@@ -4,8 +4,8 @@
 //! `cargo run --release --example roofline -- [MiB] [reps]` (default 384 MiB = 201M BF16 elements, 20
 //! repetitions); the adapter follows `WGPU_ADAPTER_NAME` / `WGPU_BACKEND` like the CLI.
 
-use bitsparse_bench::roofline;
 use bitsparse::host::context::{AdapterChoice, GpuContext};
+use bitsparse_bench::roofline;
 
 fn main() {
     if let Err(e) = run() {

@@ -15,7 +15,10 @@ use clap::Parser;
 use trainer::{data::Corpus, gpu::Gpu, CacheMode, Config};
 
 #[derive(Parser, Debug)]
-#[command(name = "train_ffn", about = "ReLU² FFN stack trained on wgpu: dense activation cache vs BitSparse, bit-identical")]
+#[command(
+    name = "train_ffn",
+    about = "ReLU² FFN stack trained on wgpu: dense activation cache vs BitSparse, bit-identical"
+)]
 struct Cli {
     /// Model width d (hidden is 4d).
     #[arg(long, default_value_t = Config::default().d)]
@@ -135,7 +138,9 @@ fn run(cli: &Cli) -> bitsparse::Result<bool> {
         "none" => {}
         "e4m3" => modes.push(CacheMode::BitSparseFp8(bitsparse::DType::E4m3)),
         "e5m2" => modes.push(CacheMode::BitSparseFp8(bitsparse::DType::E5m2)),
-        other => return Err(bitsparse::Error::InvalidArgument(format!("--fp8 must be e4m3, e5m2 or none, not `{other}`"))),
+        other => {
+            return Err(bitsparse::Error::InvalidArgument(format!("--fp8 must be e4m3, e5m2 or none, not `{other}`")))
+        }
     }
     if cli.profile {
         for &m in &modes {
@@ -154,7 +159,8 @@ fn run(cli: &Cli) -> bitsparse::Result<bool> {
     let n = cfg.tokens as f64 * cfg.hidden() as f64;
     let mut progress = |mode: CacheMode, stats: &[trainer::model::StepStats]| {
         if let Some(s) = stats.last() {
-            let dens: Vec<String> = s.nonzeros.iter().take(layers as usize).map(|&c| format!("{:.3}", c as f64 / n)).collect();
+            let dens: Vec<String> =
+                s.nonzeros.iter().take(layers as usize).map(|&c| format!("{:.3}", c as f64 / n)).collect();
             eprintln!("[{:<13}] step {:>5}  loss {:.4}  density [{}]", mode.name(), s.step + 1, s.loss, dens.join(" "));
         }
     };

@@ -21,13 +21,13 @@ use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
 
-use crate::codec::{BufferRange, Codec, FusedBackward, Placement, Source, Target};
 use crate::activation::Activation;
+use crate::codec::{BufferRange, Codec, FusedBackward, Placement, Source, Target};
 use crate::cpu::fp8;
 use crate::error::{Error, Result};
 use crate::format::{status, DType, Layout, Options};
-use crate::kernels::{pipeline, storage, uniform};
 use crate::host::sync;
+use crate::kernels::{pipeline, storage, uniform};
 
 /// Control-buffer word indices (mirrors `shaders/lib/arena_ctrl.wgsl`).
 pub mod ctrl {
@@ -223,7 +223,10 @@ impl Arena {
         let ctrl = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("bitsparse.arena.ctrl"),
             contents: bytemuck::cast_slice(&init),
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::INDIRECT | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::INDIRECT
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
         });
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -240,7 +243,14 @@ impl Arena {
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("building the arena pipelines failed: {e}")));
         }
-        Ok(Arena { codec: codec.clone(), buffer, ctrl, config, setup: Arc::new(setup), state: Arc::new(Mutex::new(HostState::default())) })
+        Ok(Arena {
+            codec: codec.clone(),
+            buffer,
+            ctrl,
+            config,
+            setup: Arc::new(setup),
+            state: Arc::new(Mutex::new(HostState::default())),
+        })
     }
 
     /// The arena's storage buffer.
@@ -273,7 +283,10 @@ impl Arena {
                 wgpu::BindGroupEntry { binding: 1, resource: pbuf.as_entire_binding() },
             ],
         });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.arena.setup"), timestamp_writes: None });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("bitsparse.arena.setup"),
+            timestamp_writes: None,
+        });
         pass.set_pipeline(pipe);
         pass.set_bind_group(0, &bind, &[]);
         pass.dispatch_workgroups(1, 1, 1);
@@ -287,7 +300,9 @@ impl Arena {
                 st.next += 1;
                 st.next - 1
             }
-            None => return Err(Error::InvalidArgument(format!("more than {} live arena slots", self.config.max_slots))),
+            None => {
+                return Err(Error::InvalidArgument(format!("more than {} live arena slots", self.config.max_slots)))
+            }
         };
         st.live.push(id);
         Ok(Slot { id, layout, placement: Placement::Compact, fp8: None })
@@ -309,7 +324,9 @@ impl Arena {
             Some((fmt, Fp8Scale::Delayed)) => (1 + fmt, 0),
             Some((_, Fp8Scale::Fixed(s))) => {
                 if !fp8::valid_scale(s) {
-                    return Err(Error::InvalidArgument(format!("an FP8 scale must be a positive, normal, finite f32, not {s}")));
+                    return Err(Error::InvalidArgument(format!(
+                        "an FP8 scale must be a positive, normal, finite f32, not {s}"
+                    )));
                 }
                 (3, s.to_bits())
             }
@@ -317,9 +334,17 @@ impl Arena {
         let mut slot = self.new_slot(layout)?;
         slot.fp8 = fp8.map(|(fmt, _)| fmt);
         let worst = (layout.capacity_bytes() / 4).min(u32::MAX as u64) as u32;
-        let p = SetupParams { slot: slot.word(), values_offset: layout.values_offset as u32, fp8: fp8_mode, fp8_scale, worst, ..Default::default() };
+        let p = SetupParams {
+            slot: slot.word(),
+            values_offset: layout.values_offset as u32,
+            fp8: fp8_mode,
+            fp8_scale,
+            worst,
+            ..Default::default()
+        };
         self.setup_pass(encoder, &self.setup.reserve, p);
-        let target = Target::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word(), fused, fp8: slot.fp8 };
+        let target =
+            Target::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word(), fused, fp8: slot.fp8 };
         match self.codec.record_compress(encoder, input, &layout, target) {
             Ok(placement) => {
                 slot.placement = placement;
@@ -337,7 +362,14 @@ impl Arena {
     }
 
     /// Records the compression of `n` elements of `dtype` from `input` into the arena.
-    pub fn push(&self, encoder: &mut wgpu::CommandEncoder, input: BufferRange<'_>, dtype: DType, n: u64, options: Options) -> Result<Slot> {
+    pub fn push(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        input: BufferRange<'_>,
+        dtype: DType,
+        n: u64,
+        options: Options,
+    ) -> Result<Slot> {
         self.push_with(encoder, input, Layout::new(dtype, n, options)?, None, None)
     }
 
@@ -402,7 +434,10 @@ impl Arena {
     ) -> Result<()> {
         self.check_live(slot)?;
         if slot.layout.dtype != DType::Bf16 && slot.fp8.is_none() {
-            return Err(Error::InvalidArgument(format!("the fused backward takes BF16 activations, not {}", slot.layout.dtype)));
+            return Err(Error::InvalidArgument(format!(
+                "the fused backward takes BF16 activations, not {}",
+                slot.layout.dtype
+            )));
         }
         let source = Source::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word() };
         let fused = FusedBackward { act: act.code(), g, a_out, fp8: slot.fp8 };
@@ -422,7 +457,9 @@ impl Arena {
         {
             let mut st = self.state();
             if st.live.last() != Some(&slot.id) {
-                return Err(Error::InvalidArgument("arena slots are released in LIFO order: this one is not the last pushed".into()));
+                return Err(Error::InvalidArgument(
+                    "arena slots are released in LIFO order: this one is not the last pushed".into(),
+                ));
             }
             st.live.pop();
             st.free.push(slot.id);

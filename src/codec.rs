@@ -175,7 +175,12 @@ impl Codec {
             max_wg_dim = max_wg_dim.min(m.max(1));
         }
         let dummy = |label, usage| {
-            device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: 256, usage, mapped_at_creation: false })
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 256,
+                usage,
+                mapped_at_creation: false,
+            })
         };
         let dummy_ro = dummy("bitsparse.dummy_ro", wgpu::BufferUsages::STORAGE);
         let dummy_rw = dummy("bitsparse.dummy_rw", wgpu::BufferUsages::STORAGE);
@@ -317,7 +322,11 @@ impl Codec {
         let layout = Layout::new(dtype, n, options)?;
         self.check_range("compress output", &output)?;
         if output.size < layout.capacity_bytes() {
-            return Err(Error::RangeTooSmall { what: "compress output", need: layout.capacity_bytes(), got: output.size });
+            return Err(Error::RangeTooSmall {
+                what: "compress output",
+                need: layout.capacity_bytes(),
+                got: output.size,
+            });
         }
         if input.buffer == output.buffer {
             return Err(Error::InvalidArgument("compress input and output must be in different buffers".into()));
@@ -370,7 +379,8 @@ impl Codec {
         let chunk_tiles = self.chunk_tiles(dtype);
         let chunks = Self::chunks(layout, chunk_tiles);
         let placement = if chunks.len() > 1 { Placement::Chunked { chunk_tiles } } else { Placement::Compact };
-        let k = self.inner.kernels.get(self.inner.kernels.variant(true, dtype.bits() == 8, arena, fused, fp8.is_some()))?;
+        let k =
+            self.inner.kernels.get(self.inner.kernels.variant(true, dtype.bits() == 8, arena, fused, fp8.is_some()))?;
         let eb = dtype.bytes();
         let scan = self.scan_buffer(SCAN_HEAD_WORDS + chunk_tiles.min(layout.tiles.max(1)));
         let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
@@ -395,9 +405,15 @@ impl Codec {
         let fixed: Vec<(u32, wgpu::BufferBinding<'_>)> = match &target {
             Target::Plain(output) => vec![(
                 2,
-                wgpu::BufferBinding { buffer: output.buffer, offset: output.offset, size: wgpu::BufferSize::new(meta_words * 4) },
+                wgpu::BufferBinding {
+                    buffer: output.buffer,
+                    offset: output.offset,
+                    size: wgpu::BufferSize::new(meta_words * 4),
+                },
             )],
-            Target::Arena { arena, ctrl, .. } => vec![(2, arena.as_entire_buffer_binding()), (7, ctrl.as_entire_buffer_binding())],
+            Target::Arena { arena, ctrl, .. } => {
+                vec![(2, arena.as_entire_buffer_binding()), (7, ctrl.as_entire_buffer_binding())]
+            }
         };
         let mut last_bind = None;
         for (ci, c) in chunks.iter().enumerate() {
@@ -407,7 +423,8 @@ impl Codec {
             let (src4, src_tail) = self.dense_windows(&input, c, eb, &ro);
             let elems = c.full_tiles * TILE as u64 + c.tail_len;
             let val_base = layout.chunk_value_base(c.first);
-            let mut entries: Vec<(u32, wgpu::BufferBinding<'_>)> = vec![(0, src4), (1, src_tail), (5, scan.as_entire_buffer_binding())];
+            let mut entries: Vec<(u32, wgpu::BufferBinding<'_>)> =
+                vec![(0, src4), (1, src_tail), (5, scan.as_entire_buffer_binding())];
             entries.extend(fixed.iter().cloned());
             let (mask_idx, val_idx) = match &target {
                 Target::Plain(output) => {
@@ -417,7 +434,8 @@ impl Codec {
                         elems.div_ceil(32),
                     );
                     let cap: u64 = (c.first..c.first + c.tiles).map(|t| layout.tile_capacity_words(t)).sum();
-                    let (vals_b, val_idx) = self.window(output.buffer, output.offset + (layout.values_offset + val_base) * 4, cap);
+                    let (vals_b, val_idx) =
+                        self.window(output.buffer, output.offset + (layout.values_offset + val_base) * 4, cap);
                     entries.extend([(3, mask_b), (4, vals_b)]);
                     (mask_idx, val_idx)
                 }
@@ -446,7 +464,10 @@ impl Codec {
             let pbuf = self.params(&base_params);
             entries.push((6, pbuf.as_entire_buffer_binding()));
             let bind = self.bind_group("bitsparse.compress", &k.layout, entries);
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.compress"), timestamp_writes: None });
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("bitsparse.compress"),
+                timestamp_writes: None,
+            });
             pass.set_pipeline(&k.main);
             pass.set_bind_group(0, &bind, &[]);
             let (x, y) = self.grid(c.tiles);
@@ -460,8 +481,12 @@ impl Codec {
             None => {
                 encoder.clear_buffer(&scan, 0, Some(SCAN_HEAD_WORDS * 4));
                 let pbuf = self.params(&base_params);
-                let mut entries: Vec<(u32, wgpu::BufferBinding<'_>)> =
-                    vec![(0, ro.clone()), (1, ro.clone()), (5, scan.as_entire_buffer_binding()), (6, pbuf.as_entire_buffer_binding())];
+                let mut entries: Vec<(u32, wgpu::BufferBinding<'_>)> = vec![
+                    (0, ro.clone()),
+                    (1, ro.clone()),
+                    (5, scan.as_entire_buffer_binding()),
+                    (6, pbuf.as_entire_buffer_binding()),
+                ];
                 entries.extend(fixed.iter().cloned());
                 match &target {
                     Target::Plain(_) => entries.extend([(3, rw.clone()), (4, rw.clone())]),
@@ -471,7 +496,10 @@ impl Codec {
                 self.bind_group("bitsparse.compress.empty", &k.layout, entries)
             }
         };
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.finish"), timestamp_writes: None });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("bitsparse.finish"),
+            timestamp_writes: None,
+        });
         pass.set_pipeline(k.finish.as_ref().expect("compress variants have finish"));
         pass.set_bind_group(0, &bind, &[]);
         pass.dispatch_workgroups(1, 1, 1);
@@ -480,36 +508,75 @@ impl Codec {
     }
 
     /// The `(vec4 part, tail words)` bindings of a dense range for chunk `c`; `dummy` where empty.
-    fn dense_windows<'b>(&self, r: &BufferRange<'b>, c: &Chunk, eb: u64, dummy: &wgpu::BufferBinding<'b>) -> (wgpu::BufferBinding<'b>, wgpu::BufferBinding<'b>) {
+    fn dense_windows<'b>(
+        &self,
+        r: &BufferRange<'b>,
+        c: &Chunk,
+        eb: u64,
+        dummy: &wgpu::BufferBinding<'b>,
+    ) -> (wgpu::BufferBinding<'b>, wgpu::BufferBinding<'b>) {
         let start = r.offset + c.first * TILE as u64 * eb;
         let full = if c.full_tiles > 0 {
-            wgpu::BufferBinding { buffer: r.buffer, offset: start, size: wgpu::BufferSize::new(c.full_tiles * TILE as u64 * eb) }
+            wgpu::BufferBinding {
+                buffer: r.buffer,
+                offset: start,
+                size: wgpu::BufferSize::new(c.full_tiles * TILE as u64 * eb),
+            }
         } else {
             dummy.clone()
         };
         let tail = if c.tail_len > 0 {
             let off = start + c.full_tiles * TILE as u64 * eb;
-            wgpu::BufferBinding { buffer: r.buffer, offset: off, size: wgpu::BufferSize::new((c.tail_len * eb).div_ceil(4) * 4) }
+            wgpu::BufferBinding {
+                buffer: r.buffer,
+                offset: off,
+                size: wgpu::BufferSize::new((c.tail_len * eb).div_ceil(4) * 4),
+            }
         } else {
             dummy.clone()
         };
         (full, tail)
     }
 
-    fn bind_group(&self, label: &str, layout: &wgpu::BindGroupLayout, entries: Vec<(u32, wgpu::BufferBinding<'_>)>) -> wgpu::BindGroup {
+    fn bind_group(
+        &self,
+        label: &str,
+        layout: &wgpu::BindGroupLayout,
+        entries: Vec<(u32, wgpu::BufferBinding<'_>)>,
+    ) -> wgpu::BindGroup {
         let entries: Vec<wgpu::BindGroupEntry<'_>> = entries.into_iter().map(|(b, r)| entry(b, r)).collect();
-        self.inner.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout, entries: &entries })
+        self.inner.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
+            layout,
+            entries: &entries,
+        })
     }
 
     /// Records the decompression of `compressed` into the dense range `output` (exactly the tensor's
     /// dense bytes). Nothing is submitted. A stream whose header has status bits set is left unwritten.
-    pub fn decompress(&self, encoder: &mut wgpu::CommandEncoder, compressed: &Compressed, output: BufferRange<'_>) -> Result<()> {
+    pub fn decompress(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        compressed: &Compressed,
+        output: BufferRange<'_>,
+    ) -> Result<()> {
         let src = BufferRange { buffer: &compressed.buffer, offset: compressed.offset, size: compressed.size };
         self.check_range("compressed stream", &src)?;
         if compressed.size < compressed.layout.values_offset * 4 {
-            return Err(Error::RangeTooSmall { what: "compressed stream", need: compressed.layout.values_offset * 4, got: compressed.size });
+            return Err(Error::RangeTooSmall {
+                what: "compressed stream",
+                need: compressed.layout.values_offset * 4,
+                got: compressed.size,
+            });
         }
-        self.record_decompress(encoder, Source::Plain(compressed), &compressed.layout, compressed.placement, output, None)
+        self.record_decompress(
+            encoder,
+            Source::Plain(compressed),
+            &compressed.layout,
+            compressed.placement,
+            output,
+            None,
+        )
     }
 
     /// Records a decompress (or fused backward) from `source`; shared by the plain API and the arena.
@@ -541,11 +608,14 @@ impl Codec {
             return Err(Error::InvalidArgument("decompress input and output must be in different buffers".into()));
         }
         if let Some(f) = &fused {
-            for (what, r) in [("fused backward gradient", Some(&f.g)), ("fused backward activation", f.a_out.as_ref())] {
+            for (what, r) in [("fused backward gradient", Some(&f.g)), ("fused backward activation", f.a_out.as_ref())]
+            {
                 if let Some(r) = r {
                     self.check_range(what, r)?;
                     if r.size != dense_bytes {
-                        return Err(Error::InvalidArgument(format!("{what} range must hold the tensor's {dense_bytes} bytes")));
+                        return Err(Error::InvalidArgument(format!(
+                            "{what} range must hold the tensor's {dense_bytes} bytes"
+                        )));
                     }
                 }
             }
@@ -573,7 +643,13 @@ impl Codec {
                 ));
             }
         }
-        let k = self.inner.kernels.get(self.inner.kernels.variant(false, dense_dtype.bits() == 8, arena, fused.is_some(), fp8.is_some()))?;
+        let k = self.inner.kernels.get(self.inner.kernels.variant(
+            false,
+            dense_dtype.bits() == 8,
+            arena,
+            fused.is_some(),
+            fp8.is_some(),
+        ))?;
         let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
         let rw = self.inner.dummy_rw.as_entire_buffer_binding();
         let (slot, act, write_a) = match (&source, &fused) {
@@ -581,7 +657,10 @@ impl Codec {
             (Source::Arena { slot_word, .. }, None) => (*slot_word, 0, 0),
             _ => (0, 0, 0),
         };
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.decompress"), timestamp_writes: None });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("bitsparse.decompress"),
+            timestamp_writes: None,
+        });
         pass.set_pipeline(&k.main);
         for c in Self::chunks(layout, chunk_tiles) {
             let elems = c.full_tiles * TILE as u64 + c.tail_len;
@@ -589,7 +668,11 @@ impl Codec {
             let mut entries = vec![(3, dst4), (4, dst_tail)];
             let (mask_idx, val_idx, win_base) = match &source {
                 Source::Plain(cmp) => {
-                    let meta = wgpu::BufferBinding { buffer: &cmp.buffer, offset: cmp.offset, size: wgpu::BufferSize::new(meta_words * 4) };
+                    let meta = wgpu::BufferBinding {
+                        buffer: &cmp.buffer,
+                        offset: cmp.offset,
+                        size: wgpu::BufferSize::new(meta_words * 4),
+                    };
                     let (mask_b, mask_idx) = self.window(
                         &cmp.buffer,
                         cmp.offset + (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) * 4,
@@ -603,13 +686,18 @@ impl Codec {
                         Placement::Compact => (0, available_value_words.min(layout.values_capacity)),
                     };
                     let win_words = win_words.min(available_value_words.saturating_sub(win_base));
-                    let (vals_b, val_idx) = self.window(&cmp.buffer, cmp.offset + (layout.values_offset + win_base) * 4, win_words);
+                    let (vals_b, val_idx) =
+                        self.window(&cmp.buffer, cmp.offset + (layout.values_offset + win_base) * 4, win_words);
                     entries.extend([(0, meta), (1, mask_b), (2, vals_b)]);
                     (mask_idx, val_idx, win_base)
                 }
                 Source::Arena { arena, ctrl, .. } => {
                     entries.extend([(0, arena.as_entire_buffer_binding()), (6, ctrl.as_entire_buffer_binding())]);
-                    ((layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) as u32, layout.values_offset as u32, 0)
+                    (
+                        (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) as u32,
+                        layout.values_offset as u32,
+                        0,
+                    )
                 }
             };
             if let Some(f) = &fused {
@@ -617,7 +705,10 @@ impl Codec {
                 let (g4, g_tail) = self.dense_windows(&f.g, &c, eb, &ro);
                 let (a4, a_tail) = match &f.a_out {
                     Some(a) => self.dense_windows(a, &c, eb, &rw),
-                    None => (self.inner.dummy_rw2.as_entire_buffer_binding(), self.inner.dummy_rw3.as_entire_buffer_binding()),
+                    None => (
+                        self.inner.dummy_rw2.as_entire_buffer_binding(),
+                        self.inner.dummy_rw3.as_entire_buffer_binding(),
+                    ),
                 };
                 entries.extend([(7, g4), (8, g_tail), (9, a4), (10, a_tail)]);
             }
@@ -655,7 +746,13 @@ pub(crate) enum Target<'a> {
     /// The arena, at the base recorded in slot descriptor `slot_word` of `ctrl`; with the fused forward
     /// `(activation code, dense output)` when set. `fp8`: FP8 storage (format 0 e4m3fn, 1 e5m2; needs
     /// `fused`): the input is BF16 and the layout's dtype is the stream's e4m3/e5m2.
-    Arena { arena: &'a wgpu::Buffer, ctrl: &'a wgpu::Buffer, slot_word: u32, fused: Option<(u32, BufferRange<'a>)>, fp8: Option<u32> },
+    Arena {
+        arena: &'a wgpu::Buffer,
+        ctrl: &'a wgpu::Buffer,
+        slot_word: u32,
+        fused: Option<(u32, BufferRange<'a>)>,
+        fp8: Option<u32>,
+    },
 }
 
 /// Where a decompress reads.

@@ -14,9 +14,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use crate::host::context::{backend_name, GpuContext};
 use crate::format::{DType, Options, TILE};
-use crate::{cpu, host, Codec, CodecConfig, Error, CodecPath};
+use crate::host::context::{backend_name, GpuContext};
+use crate::{cpu, host, Codec, CodecConfig, CodecPath, Error};
 
 /// Lengths every dtype × sign mode × path is tried at (edges of a word, of a tile, several tiles).
 pub const LENGTHS: [usize; 9] = [0, 1, 31, 32, 33, 4095, 4096, 4097, 3 * 4096 + 77];
@@ -199,7 +199,13 @@ pub fn cases(paths: &[CodecPath], options: &SuiteOptions, max_binding: u64) -> V
             // Past the real binding size, once per element width, on each path.
             for dtype in [DType::Bf16, DType::E4m3] {
                 let n = (max_binding / dtype.bytes()) as usize + TILE as usize + 3;
-                v.push(Case { path, variant: Variant::Default, dtype, sign_pack: false, data: Data::Bits { n, density: 0.176, seed: 9 } });
+                v.push(Case {
+                    path,
+                    variant: Variant::Default,
+                    dtype,
+                    sign_pack: false,
+                    data: Data::Bits { n, density: 0.176, seed: 9 },
+                });
             }
         }
     }
@@ -247,7 +253,9 @@ pub fn run_case(ctx: &GpuContext, codec: &Codec, case: &Case) -> std::result::Re
     if case.data == Data::SignBitError {
         return match host::compress_to_vec(codec, dev, q, &bytes, case.dtype, options) {
             Err(Error::SignBitSet { index }) if index == Some(sign_error_index() as u64) => Ok(()),
-            Err(Error::SignBitSet { index }) => Err(format!("SignBitSet at {index:?}, expected element {}", sign_error_index())),
+            Err(Error::SignBitSet { index }) => {
+                Err(format!("SignBitSet at {index:?}, expected element {}", sign_error_index()))
+            }
             Err(e) => Err(format!("expected SignBitSet, got: {e}")),
             Ok(_) => Err("a value with its sign bit set was compressed under sign packing without an error".into()),
         };
@@ -268,7 +276,8 @@ pub fn run_case(ctx: &GpuContext, codec: &Codec, case: &Case) -> std::result::Re
     if back != bytes {
         return Err("CPU decode of the GPU stream differs from the input".into());
     }
-    let back = host::decompress_to_vec(codec, dev, q, &cpu_stream).map_err(|e| format!("GPU decode of the CPU stream: {e}"))?;
+    let back = host::decompress_to_vec(codec, dev, q, &cpu_stream)
+        .map_err(|e| format!("GPU decode of the CPU stream: {e}"))?;
     if back != bytes {
         return Err("GPU decode of the CPU stream differs from the input".into());
     }
@@ -298,7 +307,11 @@ fn codec_for(device: &wgpu::Device, path: CodecPath, variant: Variant) -> crate:
 
 /// Runs the suite on an opened device. `progress(done, total, case)` is called before each case, and
 /// once more with `None` at the end.
-pub fn run_on(ctx: &GpuContext, options: &SuiteOptions, progress: &mut dyn FnMut(usize, usize, Option<&Case>)) -> AdapterResult {
+pub fn run_on(
+    ctx: &GpuContext,
+    options: &SuiteOptions,
+    progress: &mut dyn FnMut(usize, usize, Option<&Case>),
+) -> AdapterResult {
     let t0 = Instant::now();
     let paths = paths(&ctx.device);
     let limits = ctx.device.limits();
@@ -351,7 +364,11 @@ pub fn run_on(ctx: &GpuContext, options: &SuiteOptions, progress: &mut dyn FnMut
 
 /// Opens `adapter` (every wanted feature it has) and runs the suite; a device that cannot be opened is
 /// [`Status::Unavailable`].
-pub fn run_adapter(adapter: wgpu::Adapter, options: &SuiteOptions, progress: &mut dyn FnMut(usize, usize, Option<&Case>)) -> AdapterResult {
+pub fn run_adapter(
+    adapter: wgpu::Adapter,
+    options: &SuiteOptions,
+    progress: &mut dyn FnMut(usize, usize, Option<&Case>),
+) -> AdapterResult {
     let info = adapter.get_info();
     let t0 = Instant::now();
     let opened = catch_unwind(AssertUnwindSafe(|| GpuContext::from_adapter(adapter, wgpu::Features::empty())))
@@ -388,9 +405,17 @@ mod tests {
         for path in [CodecPath::Subgroup, CodecPath::Portable] {
             for dtype in DType::ALL {
                 for sign_pack in [false, true] {
-                    let of = |f: &dyn Fn(&Case) -> bool| c.iter().filter(|k| k.path == path && k.dtype == dtype && k.sign_pack == sign_pack && f(k)).count();
+                    let of = |f: &dyn Fn(&Case) -> bool| {
+                        c.iter()
+                            .filter(|k| k.path == path && k.dtype == dtype && k.sign_pack == sign_pack && f(k))
+                            .count()
+                    };
                     for &n in &LENGTHS {
-                        assert_eq!(of(&|k| matches!(k.data, Data::Bits { n: m, .. } if m == n) && k.variant == Variant::Default), 1);
+                        assert_eq!(
+                            of(&|k| matches!(k.data, Data::Bits { n: m, .. } if m == n)
+                                && k.variant == Variant::Default),
+                            1
+                        );
                     }
                     for &d in &DENSITIES {
                         assert!(of(&|k| matches!(k.data, Data::Bits { density, .. } if density == d)) >= 1);
@@ -409,7 +434,13 @@ mod tests {
     #[test]
     fn sign_packed_inputs_have_no_sign_bits_and_specials_cover_every_pattern() {
         for dtype in DType::ALL {
-            let c = Case { path: CodecPath::Portable, variant: Variant::Default, dtype, sign_pack: false, data: Data::AllPatterns };
+            let c = Case {
+                path: CodecPath::Portable,
+                variant: Variant::Default,
+                dtype,
+                sign_pack: false,
+                data: Data::AllPatterns,
+            };
             let d = input(&c);
             let eb = dtype.bytes() as usize;
             let mut seen = std::collections::HashSet::new();

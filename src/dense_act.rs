@@ -55,12 +55,21 @@ impl DenseAct {
 
     fn check(r: &BufferRange<'_>, bytes: u64) -> Result<()> {
         if r.size != bytes || bytes % 16 != 0 {
-            return Err(Error::InvalidArgument(format!("dense activation ranges must be {bytes} bytes, a multiple of 16")));
+            return Err(Error::InvalidArgument(format!(
+                "dense activation ranges must be {bytes} bytes, a multiple of 16"
+            )));
         }
         Ok(())
     }
 
-    fn run<'a>(&'a self, encoder: &mut wgpu::CommandEncoder, pipe: &wgpu::ComputePipeline, n: u64, act: Activation, ranges: [Option<BufferRange<'a>>; 3]) -> Result<()> {
+    fn run<'a>(
+        &'a self,
+        encoder: &mut wgpu::CommandEncoder,
+        pipe: &wgpu::ComputePipeline,
+        n: u64,
+        act: Activation,
+        ranges: [Option<BufferRange<'a>>; 3],
+    ) -> Result<()> {
         let vecs = n / 8;
         if vecs == 0 {
             return Ok(());
@@ -70,10 +79,16 @@ impl DenseAct {
         let y = groups.div_ceil(x);
         let p = Params { vecs: vecs as u32, act: act.code(), grid_x: (x * 256) as u32, _pad: 0 };
         let pbuf = crate::kernels::params_buffer(&self.device, "bitsparse.plain_act.params", &p);
-        let b = |r: &Option<BufferRange<'a>>| -> wgpu::BindingResource<'a> { match r {
-            Some(r) => wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: r.buffer, offset: r.offset, size: wgpu::BufferSize::new(r.size) }),
-            None => self.dummy.as_entire_binding(),
-        } };
+        let b = |r: &Option<BufferRange<'a>>| -> wgpu::BindingResource<'a> {
+            match r {
+                Some(r) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: r.buffer,
+                    offset: r.offset,
+                    size: wgpu::BufferSize::new(r.size),
+                }),
+                None => self.dummy.as_entire_binding(),
+            }
+        };
         let bind = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("bitsparse.plain_act"),
             layout: &self.layout,
@@ -84,7 +99,10 @@ impl DenseAct {
                 wgpu::BindGroupEntry { binding: 3, resource: pbuf.as_entire_binding() },
             ],
         });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.plain_act"), timestamp_writes: None });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("bitsparse.plain_act"),
+            timestamp_writes: None,
+        });
         pass.set_pipeline(pipe);
         pass.set_bind_group(0, &bind, &[]);
         pass.dispatch_workgroups(x as u32, y as u32, 1);
@@ -92,14 +110,29 @@ impl DenseAct {
     }
 
     /// a = act(relu(z)) for `n` BF16 elements.
-    pub fn forward(&self, encoder: &mut wgpu::CommandEncoder, z: BufferRange<'_>, a: BufferRange<'_>, n: u64, act: Activation) -> Result<()> {
+    pub fn forward(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        z: BufferRange<'_>,
+        a: BufferRange<'_>,
+        n: u64,
+        act: Activation,
+    ) -> Result<()> {
         Self::check(&z, n * 2)?;
         Self::check(&a, n * 2)?;
         self.run(encoder, &self.forward, n, act, [Some(z), None, Some(a)])
     }
 
     /// dL/dz from r = relu(z) and g = dL/da for `n` BF16 elements.
-    pub fn backward(&self, encoder: &mut wgpu::CommandEncoder, r: BufferRange<'_>, g: BufferRange<'_>, dz: BufferRange<'_>, n: u64, act: Activation) -> Result<()> {
+    pub fn backward(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        r: BufferRange<'_>,
+        g: BufferRange<'_>,
+        dz: BufferRange<'_>,
+        n: u64,
+        act: Activation,
+    ) -> Result<()> {
         Self::check(&r, n * 2)?;
         Self::check(&g, n * 2)?;
         Self::check(&dz, n * 2)?;

@@ -295,7 +295,12 @@ impl Layout {
         let n = h[hdr::N_LO] as u64 | (h[hdr::N_HI] as u64) << 32;
         let layout = Layout::new(dtype, n, Options { sign_pack: fl & flags::SIGN_PACK != 0 })
             .map_err(|_| Error::Corrupt(format!("element count {n} too large")))?;
-        let header = Header { value_words: h[hdr::VALUE_WORDS], status: h[hdr::STATUS], amax: h[hdr::AMAX], scale: h[hdr::SCALE] };
+        let header = Header {
+            value_words: h[hdr::VALUE_WORDS],
+            status: h[hdr::STATUS],
+            amax: h[hdr::AMAX],
+            scale: h[hdr::SCALE],
+        };
         if header.value_words as u64 > layout.values_capacity {
             return Err(Error::Corrupt("value words exceed capacity".into()));
         }

@@ -50,7 +50,11 @@ pub fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
     wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Uniform, has_dynamic_offset: false, min_binding_size: None },
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
         count: None,
     }
 }
@@ -100,7 +104,11 @@ pub fn build_pipeline(
         source: wgpu::ShaderSource::Wgsl(shaders::source(file, defines).into()),
     };
     let module = if trusted {
-        let checks = wgpu::ShaderRuntimeChecks { bounds_checks: false, force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() };
+        let checks = wgpu::ShaderRuntimeChecks {
+            bounds_checks: false,
+            force_loop_bounding: false,
+            ..wgpu::ShaderRuntimeChecks::checked()
+        };
         // SAFETY: see the doc comment: indices are bounded by construction and loops terminate.
         unsafe { device.create_shader_module_trusted(desc, checks) }
     } else {
@@ -132,10 +140,8 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-const TUNABLE: [(&str, &str, f64, f64); 2] = [
-    ("compress", "SPIN_LIMIT", 1.0, 1e9),
-    ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
-];
+const TUNABLE: [(&str, &str, f64, f64); 2] =
+    [("compress", "SPIN_LIMIT", 1.0, 1e9), ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0)];
 
 /// One item of a kernel-constants spec (`kernel.NAME=value`).
 #[derive(Clone, Debug, PartialEq)]
@@ -169,9 +175,14 @@ pub fn parse_constants(spec: &str) -> std::result::Result<Vec<ConstantItem<'_>>,
 /// Applies the items of `spec` (see [`parse_constants`]) for `kernel`. Unknown kernels or names, and
 /// values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
 fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
-    let bad = |why: String| Error::InvalidArgument(format!("kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"));
+    let bad = |why: String| {
+        Error::InvalidArgument(format!(
+            "kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"
+        ))
+    };
     for item in parse_constants(spec).map_err(bad)? {
-        let Some(&(_, tn, lo, hi)) = TUNABLE.iter().find(|(tk, tn, _, _)| *tk == item.kernel && *tn == item.name) else {
+        let Some(&(_, tn, lo, hi)) = TUNABLE.iter().find(|(tk, tn, _, _)| *tk == item.kernel && *tn == item.name)
+        else {
             return Err(bad(format!("not a tunable constant in {:?}", item.text)));
         };
         if !(lo..=hi).contains(&item.value) || item.value.fract() != 0.0 {
@@ -208,7 +219,6 @@ impl Staging {
             other => Err(Error::InvalidArgument(format!("staging `{other}`: expected auto, words or halves"))),
         }
     }
-
 }
 
 /// Which codec kernel.
@@ -375,7 +385,10 @@ impl Kernels {
                 entries.extend([storage(7, true), storage(8, true), storage(9, false), storage(10, false)]);
             }
         }
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("bitsparse.codec"), entries: &entries });
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("bitsparse.codec"),
+            entries: &entries,
+        });
         let defs = v.defines(self.path);
         let built = if v.compress {
             let consts = self.constants("compress")?;
@@ -386,7 +399,11 @@ impl Kernels {
             }
         } else {
             let consts = self.constants("decompress")?;
-            Built { main: build_pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &consts, self.trusted), finish: None, layout }
+            Built {
+                main: build_pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &consts, self.trusted),
+                finish: None,
+                layout,
+            }
         };
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("building codec pipeline {v:?} failed: {e}")));
@@ -415,10 +432,13 @@ mod tests {
     #[test]
     fn constant_specs_parse_any_name_and_name_the_bad_item() {
         let items = parse_constants(" compress.SCAN_SLOTS = 4 ,,decompress.X=2.5").unwrap();
-        assert_eq!(items, vec![
-            ConstantItem { text: "compress.SCAN_SLOTS = 4", kernel: "compress", name: "SCAN_SLOTS", value: 4.0 },
-            ConstantItem { text: "decompress.X=2.5", kernel: "decompress", name: "X", value: 2.5 },
-        ]);
+        assert_eq!(
+            items,
+            vec![
+                ConstantItem { text: "compress.SCAN_SLOTS = 4", kernel: "compress", name: "SCAN_SLOTS", value: 4.0 },
+                ConstantItem { text: "decompress.X=2.5", kernel: "decompress", name: "X", value: 2.5 },
+            ]
+        );
         assert_eq!(parse_constants("compress.A=1,compress.B").unwrap_err(), "no '=' in \"compress.B\"");
         assert!(parse_constants("").unwrap().is_empty());
     }
@@ -447,7 +467,10 @@ mod tests {
             "compress.SPIN_LIMIT=x",
         ] {
             let mut c = Vec::new();
-            assert!(matches!(apply_tuning(bad, "compress", &mut c), Err(Error::InvalidArgument(_))), "{bad:?} was accepted");
+            assert!(
+                matches!(apply_tuning(bad, "compress", &mut c), Err(Error::InvalidArgument(_))),
+                "{bad:?} was accepted"
+            );
             assert!(c.is_empty(), "{bad:?} changed the constants");
         }
     }

@@ -44,21 +44,48 @@ impl GatedSgd {
     }
 
     /// Records `w -= lr · g` (`n` f32 each), dispatched through `gate`.
-    pub fn record(&self, encoder: &mut wgpu::CommandEncoder, gate: &GateArgs, w: BufferRange<'_>, g: BufferRange<'_>, n: u64, lr: f32) -> Result<()> {
+    pub fn record(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        gate: &GateArgs,
+        w: BufferRange<'_>,
+        g: BufferRange<'_>,
+        n: u64,
+        lr: f32,
+    ) -> Result<()> {
         if w.size != n * 4 || g.size != n * 4 {
             return Err(Error::InvalidArgument("SGD ranges must hold n f32 values".into()));
         }
-        let pbuf = crate::kernels::params_buffer(&self.device, "bitsparse.sgd.params", &Params { n: n as u32, lr, _pad: [0; 2] });
+        let pbuf = crate::kernels::params_buffer(
+            &self.device,
+            "bitsparse.sgd.params",
+            &Params { n: n as u32, lr, _pad: [0; 2] },
+        );
         let bind = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("bitsparse.sgd"),
             layout: &self.layout,
             entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: w.buffer, offset: w.offset, size: wgpu::BufferSize::new(w.size) }) },
-                wgpu::BindGroupEntry { binding: 1, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: g.buffer, offset: g.offset, size: wgpu::BufferSize::new(g.size) }) },
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: w.buffer,
+                        offset: w.offset,
+                        size: wgpu::BufferSize::new(w.size),
+                    }),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: g.buffer,
+                        offset: g.offset,
+                        size: wgpu::BufferSize::new(g.size),
+                    }),
+                },
                 wgpu::BindGroupEntry { binding: 2, resource: pbuf.as_entire_binding() },
             ],
         });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.sgd"), timestamp_writes: None });
+        let mut pass = encoder
+            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.sgd"), timestamp_writes: None });
         pass.set_pipeline(&self.pipe);
         pass.set_bind_group(0, &bind, &[]);
         pass.dispatch_workgroups_indirect(&gate.buffer, gate.offset);

@@ -7,11 +7,11 @@ mod common;
 use common::{buf, canary, read};
 
 use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, Slot};
-use bitsparse::host::context::GpuContext;
 use bitsparse::cpu::act::{self, Activation};
+use bitsparse::host::context::GpuContext;
+use bitsparse::host::sync;
 use bitsparse::update::GatedSgd;
 use bitsparse::{cpu, BufferRange, Codec, CodecConfig, DType, Error, Options};
-use bitsparse::host::sync;
 use wgpu::util::DeviceExt;
 
 fn submit(ctx: &GpuContext, enc: wgpu::CommandEncoder) {
@@ -55,7 +55,10 @@ fn arena_round_trip_lifo_and_reset() {
         }
         submit(&ctx, enc);
         for (i, (dtype, _, d)) in cases.iter().enumerate() {
-            assert!(read(&ctx, &outs[i], d.len() as u64) == *d, "round {round}: {dtype} tensor {i} did not round-trip through the arena");
+            assert!(
+                read(&ctx, &outs[i], d.len() as u64) == *d,
+                "round {round}: {dtype} tensor {i} did not round-trip through the arena"
+            );
         }
         let st = a.read_status(&ctx.queue).unwrap();
         st.check().unwrap();
@@ -93,10 +96,19 @@ fn fused_case(ctx: &GpuContext, codec: &Codec, n: usize, act: Activation, sign_p
     a.reset(&mut enc);
     // Sign packing with NaNs whose sign bit is set would be an error: use it only without them.
     let opts = Options { sign_pack };
-    let slot = a.fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, act, opts, BufferRange::new(&ab, 0, bytes)).unwrap();
-    a.decompress(&mut enc, &slot, BufferRange::new(&rb, 0, bytes)).unwrap();
-    a.fused_backward(&mut enc, &slot, act, BufferRange::new(&gb, 0, bytes), BufferRange::new(&dzb, 0, bytes), Some(BufferRange::new(&a2b, 0, bytes)))
+    let slot = a
+        .fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, act, opts, BufferRange::new(&ab, 0, bytes))
         .unwrap();
+    a.decompress(&mut enc, &slot, BufferRange::new(&rb, 0, bytes)).unwrap();
+    a.fused_backward(
+        &mut enc,
+        &slot,
+        act,
+        BufferRange::new(&gb, 0, bytes),
+        BufferRange::new(&dzb, 0, bytes),
+        Some(BufferRange::new(&a2b, 0, bytes)),
+    )
+    .unwrap();
     submit(ctx, enc);
     let what = format!("{act:?} n={n} sign_pack={sign_pack}");
     let st = a.read_status(&ctx.queue).unwrap();
@@ -114,7 +126,10 @@ fn fused_case(ctx: &GpuContext, codec: &Codec, n: usize, act: Activation, sign_p
     // And the compressed bytes are exactly what the CPU codec makes of r.
     let (_, used) = a.read_slot(&ctx.queue, &slot).unwrap();
     let stream = sync::read_buffer(&ctx.device, &ctx.queue, a.buffer(), 0, used).unwrap();
-    assert!(stream == cpu::compress(&r_ref, DType::Bf16, opts).unwrap(), "{what}: arena bytes differ from cpu::compress(r)");
+    assert!(
+        stream == cpu::compress(&r_ref, DType::Bf16, opts).unwrap(),
+        "{what}: arena bytes differ from cpu::compress(r)"
+    );
 }
 
 #[test]
@@ -139,16 +154,28 @@ fn fused_forward_sign_packed_positive_input() {
     let codec = Codec::new(&ctx.device).unwrap();
     let a = arena(&ctx, &codec, 1 << 20);
     // No NaN with a sign bit: relu(z) is then >= 0 everywhere and sign packing is valid.
-    let z: Vec<u8> = preact(10_000, 5).chunks(2).flat_map(|c| {
-        let v = u16::from_le_bytes([c[0], c[1]]);
-        let v = if act::bf16_is_nan(v) { v & 0x7fff } else { v };
-        v.to_le_bytes()
-    }).collect();
+    let z: Vec<u8> = preact(10_000, 5)
+        .chunks(2)
+        .flat_map(|c| {
+            let v = u16::from_le_bytes([c[0], c[1]]);
+            let v = if act::bf16_is_nan(v) { v & 0x7fff } else { v };
+            v.to_le_bytes()
+        })
+        .collect();
     let (r_ref, a_ref) = act::forward(&z, Activation::Relu2);
     let bytes = z.len() as u64;
     let (zb, ab, rb) = (buf(&ctx, &z), canary(&ctx, bytes), canary(&ctx, bytes));
     let mut enc = ctx.device.create_command_encoder(&Default::default());
-    let slot = a.fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), 10_000, Activation::Relu2, Options::SIGN_PACK, BufferRange::new(&ab, 0, bytes)).unwrap();
+    let slot = a
+        .fused_forward(
+            &mut enc,
+            BufferRange::new(&zb, 0, bytes),
+            10_000,
+            Activation::Relu2,
+            Options::SIGN_PACK,
+            BufferRange::new(&ab, 0, bytes),
+        )
+        .unwrap();
     a.decompress(&mut enc, &slot, BufferRange::new(&rb, 0, bytes)).unwrap();
     submit(&ctx, enc);
     a.read_status(&ctx.queue).unwrap().check().unwrap();
@@ -184,8 +211,9 @@ fn arena_overflow_is_detected_and_contained() {
 
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         a.reset(&mut enc);
-        let slots: Vec<Slot> =
-            (0..3).map(|i| a.push(&mut enc, BufferRange::new(&ins[i], 0, bytes), DType::Bf16, n, Options::default()).unwrap()).collect();
+        let slots: Vec<Slot> = (0..3)
+            .map(|i| a.push(&mut enc, BufferRange::new(&ins[i], 0, bytes), DType::Bf16, n, Options::default()).unwrap())
+            .collect();
         for i in 0..3 {
             a.decompress(&mut enc, &slots[i], BufferRange::new(&outs[i], 0, bytes)).unwrap();
         }
@@ -200,7 +228,11 @@ fn arena_overflow_is_detected_and_contained() {
         }
         assert!(read(&ctx, &outs[0], bytes) == data[0], "chunked={chunked}: tensor 0 damaged");
         assert!(read(&ctx, &outs[1], bytes) == data[1], "chunked={chunked}: tensor 1 damaged");
-        assert_eq!(read(&ctx, &outs[2], bytes), vec![0xA5u8; bytes as usize], "chunked={chunked}: overflowed decompress wrote");
+        assert_eq!(
+            read(&ctx, &outs[2], bytes),
+            vec![0xA5u8; bytes as usize],
+            "chunked={chunked}: overflowed decompress wrote"
+        );
         let (s2, _) = a.read_slot(&ctx.queue, &slots[2]).unwrap();
         assert_eq!(s2 & 2, 2, "overflow bit on the slot");
         assert_eq!(s2 & 4, 4, "skipped bit on the slot");
@@ -212,8 +244,11 @@ fn arena_overflow_is_detected_and_contained() {
         sizer.observe(&st);
         let a2 = arena(&ctx, &codec, sizer.recommended_bytes());
         let mut enc = ctx.device.create_command_encoder(&Default::default());
-        let slots: Vec<Slot> =
-            (0..3).map(|i| a2.push(&mut enc, BufferRange::new(&ins[i], 0, bytes), DType::Bf16, n, Options::default()).unwrap()).collect();
+        let slots: Vec<Slot> = (0..3)
+            .map(|i| {
+                a2.push(&mut enc, BufferRange::new(&ins[i], 0, bytes), DType::Bf16, n, Options::default()).unwrap()
+            })
+            .collect();
         a2.decompress(&mut enc, &slots[2], BufferRange::new(&outs[2], 0, bytes)).unwrap();
         let gate = a2.gate(&mut enc, GatedSgd::grid(1000)).unwrap();
         sgd.record(&mut enc, &gate, BufferRange::new(&w, 0, 4000), BufferRange::new(&g, 0, 4000), 1000, 0.5).unwrap();
@@ -271,14 +306,31 @@ fn no_host_sync_training_step() {
     let mut slots = Vec::new();
     for l in 0..layers {
         let act = if l % 2 == 0 { Activation::Relu2 } else { Activation::Relu };
-        slots.push(a.fused_forward(&mut enc, BufferRange::new(&zb[l], 0, bytes), n as u64, act, Options::default(), BufferRange::new(&ab[l], 0, bytes)).unwrap());
+        slots.push(
+            a.fused_forward(
+                &mut enc,
+                BufferRange::new(&zb[l], 0, bytes),
+                n as u64,
+                act,
+                Options::default(),
+                BufferRange::new(&ab[l], 0, bytes),
+            )
+            .unwrap(),
+        );
     }
     let status = a.request_status(&mut enc); // asynchronous: read whenever the caller likes
     for l in (0..layers).rev() {
         let act = if l % 2 == 0 { Activation::Relu2 } else { Activation::Relu };
         let s = slots.pop().unwrap();
-        a.fused_backward(&mut enc, &s, act, BufferRange::new(&gb[l], 0, bytes), BufferRange::new(&dzb[l], 0, bytes), Some(BufferRange::new(&a2b[l], 0, bytes)))
-            .unwrap();
+        a.fused_backward(
+            &mut enc,
+            &s,
+            act,
+            BufferRange::new(&gb[l], 0, bytes),
+            BufferRange::new(&dzb[l], 0, bytes),
+            Some(BufferRange::new(&a2b[l], 0, bytes)),
+        )
+        .unwrap();
         a.pop(&mut enc, s).unwrap();
     }
     let gate = a.gate(&mut enc, GatedSgd::grid(256)).unwrap();
@@ -324,7 +376,14 @@ fn arena_refuses_bad_configuration() {
     let out = canary(&ctx, 64);
     let g = canary(&ctx, 64);
     assert!(matches!(
-        a.fused_backward(&mut enc, &s, Activation::Relu, BufferRange::new(&g, 0, 64), BufferRange::new(&out, 0, 64), None),
+        a.fused_backward(
+            &mut enc,
+            &s,
+            Activation::Relu,
+            BufferRange::new(&g, 0, 64),
+            BufferRange::new(&out, 0, 64),
+            None
+        ),
         Err(Error::InvalidArgument(_))
     ));
 }
@@ -337,20 +396,34 @@ fn fused_forward_fallback_counts_relu_output() {
     let n = 61 * 4096 + 9;
     // Half the values negative (finite), the rest positive: relu(z) has ~half the nonzeros of z.
     let mut s = 0x1234_5678_9abc_def1u64;
-    let z: Vec<u8> = (0..n).flat_map(|_| {
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        let sign = (s & 1) as u16;
-        let v = sign << 15 | (110 + ((s >> 8) % 30) as u16) << 7 | ((s >> 20) & 0x7f) as u16;
-        v.to_le_bytes()
-    }).collect();
+    let z: Vec<u8> = (0..n)
+        .flat_map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let sign = (s & 1) as u16;
+            let v = sign << 15 | (110 + ((s >> 8) % 30) as u16) << 7 | ((s >> 20) & 0x7f) as u16;
+            v.to_le_bytes()
+        })
+        .collect();
     let (r_ref, _) = act::forward(&z, Activation::Relu);
     let expect = cpu::compress(&r_ref, DType::Bf16, Options::default()).unwrap();
     let bytes = z.len() as u64;
-    let mk = |d: &[u8]| ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: None, contents: d, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC });
+    let mk = |d: &[u8]| {
+        ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: d,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        })
+    };
     let mut bad = 0;
     for spin in [None, Some(1)] {
         for portable in [false, true] {
-            let codec = Codec::with_config(&ctx.device, CodecConfig { spin_limit: spin, force_portable: portable, ..Default::default() }).unwrap();
+            let codec = Codec::with_config(
+                &ctx.device,
+                CodecConfig { spin_limit: spin, force_portable: portable, ..Default::default() },
+            )
+            .unwrap();
             let arena = Arena::new(&codec, ArenaConfig::new(8 << 20)).unwrap();
             for rep in 0..3 {
                 let zb = mk(&z);
@@ -358,7 +431,16 @@ fn fused_forward_fallback_counts_relu_output() {
                 let rb = mk(&vec![0u8; z.len()]);
                 let mut enc = ctx.device.create_command_encoder(&Default::default());
                 arena.reset(&mut enc);
-                let slot = arena.fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, Activation::Relu, Options::default(), BufferRange::new(&ab, 0, bytes)).unwrap();
+                let slot = arena
+                    .fused_forward(
+                        &mut enc,
+                        BufferRange::new(&zb, 0, bytes),
+                        n as u64,
+                        Activation::Relu,
+                        Options::default(),
+                        BufferRange::new(&ab, 0, bytes),
+                    )
+                    .unwrap();
                 arena.decompress(&mut enc, &slot, BufferRange::new(&rb, 0, bytes)).unwrap();
                 sync::submit(&ctx.queue, [enc.finish()]);
                 let st = arena.read_status(&ctx.queue).unwrap();
@@ -368,7 +450,9 @@ fn fused_forward_fallback_counts_relu_output() {
                 let ok_r = r == r_ref;
                 let ok_s = stream == expect;
                 eprintln!("spin={spin:?} portable={portable} rep={rep}: status {:?} decoded ok {ok_r}, stream == cpu {ok_s} (used {used} vs {})", st.check().is_ok(), expect.len());
-                if !ok_r || !ok_s { bad += 1; }
+                if !ok_r || !ok_s {
+                    bad += 1;
+                }
             }
         }
     }

@@ -17,10 +17,10 @@ mod common;
 
 use std::sync::OnceLock;
 
-use bitsparse::host::context::GpuContext;
 use bitsparse::format::TILE;
-use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Options, CodecPath, Placement};
+use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
+use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, CodecPath, DType, Options, Placement};
 use wgpu::util::DeviceExt;
 
 const DENSITY: f64 = 0.176;
@@ -53,15 +53,29 @@ fn host_round_trip(ctx: &GpuContext, data: &[u8], dtype: DType, options: Options
     let gpu = host::compress_to_vec(&codec, &ctx.device, &ctx.queue, data, dtype, options).expect("GPU compress");
     let t_c = t.elapsed();
     let cpu_stream = cpu::compress(data, dtype, options).expect("CPU compress");
-    assert!(gpu == cpu_stream, "{dtype}: GPU stream differs from the CPU reference (lengths {} / {}, first difference at byte {:?})", gpu.len(), cpu_stream.len(), first_diff(&gpu, &cpu_stream));
+    assert!(
+        gpu == cpu_stream,
+        "{dtype}: GPU stream differs from the CPU reference (lengths {} / {}, first difference at byte {:?})",
+        gpu.len(),
+        cpu_stream.len(),
+        first_diff(&gpu, &cpu_stream)
+    );
     drop(cpu_stream);
     let t = std::time::Instant::now();
     let back = host::decompress_to_vec(&codec, &ctx.device, &ctx.queue, &gpu).expect("GPU decompress");
     let t_d = t.elapsed();
-    assert!(back == data, "{dtype}: GPU decode differs from the input (first difference at byte {:?})", first_diff(&back, data));
+    assert!(
+        back == data,
+        "{dtype}: GPU decode differs from the input (first difference at byte {:?})",
+        first_diff(&back, data)
+    );
     drop(back);
     assert!(cpu::decompress(&gpu).expect("CPU decompress") == data, "{dtype}: CPU decode of the GPU stream differs");
-    eprintln!("{dtype}: {} bytes, stream {} bytes, GPU compress {t_c:?}, GPU decompress {t_d:?}", data.len(), gpu.len());
+    eprintln!(
+        "{dtype}: {} bytes, stream {} bytes, GPU compress {t_c:?}, GPU decompress {t_d:?}",
+        data.len(),
+        gpu.len()
+    );
 }
 
 #[test]
@@ -118,7 +132,14 @@ fn chunked_codec_direct_bf16_past_binding_size() {
     });
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     let c = codec
-        .compress(&mut enc, BufferRange::new(&input, align, dense), dtype, n, options, BufferRange::new(&stream, 2 * align, cap))
+        .compress(
+            &mut enc,
+            BufferRange::new(&input, align, dense),
+            dtype,
+            n,
+            options,
+            BufferRange::new(&stream, 2 * align, cap),
+        )
         .expect("compress");
     let Placement::Chunked { chunk_tiles } = c.placement else {
         panic!("a {dense}-byte tensor must be chunked, got {:?}", c.placement)
@@ -131,30 +152,49 @@ fn chunked_codec_direct_bf16_past_binding_size() {
 
     // GPU decode of the chunked placement.
     let back = sync::read_buffer(&ctx.device, &ctx.queue, &output, 3 * align, dense).expect("read output");
-    assert!(back == data, "Codec::decompress of the chunked stream differs (first difference at byte {:?})", first_diff(&back, data));
+    assert!(
+        back == data,
+        "Codec::decompress of the chunked stream differs (first difference at byte {:?})",
+        first_diff(&back, data)
+    );
     drop(back);
 
     // The raw gapped stream: exactly the CPU reference re-placed the way the chunks place it.
     let expect_compact = cpu::compress(data, dtype, options).expect("CPU compress");
     let expect_chunked = cpu::place_chunked(&expect_compact, chunk_tiles).expect("place_chunked");
-    let raw = sync::read_buffer(&ctx.device, &ctx.queue, &stream, 2 * align, expect_chunked.len() as u64).expect("read stream");
-    assert!(raw == expect_chunked, "the chunked GPU stream differs from cpu::place_chunked (first difference at byte {:?})", first_diff(&raw, &expect_chunked));
+    let raw = sync::read_buffer(&ctx.device, &ctx.queue, &stream, 2 * align, expect_chunked.len() as u64)
+        .expect("read stream");
+    assert!(
+        raw == expect_chunked,
+        "the chunked GPU stream differs from cpu::place_chunked (first difference at byte {:?})",
+        first_diff(&raw, &expect_chunked)
+    );
     assert!(cpu::decompress(&raw).expect("CPU decode of the gapped stream") == data);
     drop(raw);
 
     // read_compressed compacts it; the CPU decodes that.
     let compact = host::read_compressed(&ctx.device, &ctx.queue, &c).expect("read_compressed");
-    assert!(compact == expect_compact, "read_compressed differs from cpu::compress (first difference at byte {:?})", first_diff(&compact, &expect_compact));
+    assert!(
+        compact == expect_compact,
+        "read_compressed differs from cpu::compress (first difference at byte {:?})",
+        first_diff(&compact, &expect_compact)
+    );
     assert!(cpu::decompress(&compact).expect("CPU decompress") == data, "CPU decode after read_compressed differs");
 }
 
 /// Round trip through the host helpers with `codec`: GPU bytes = CPU bytes, both decoders exact.
 fn round_trip(ctx: &GpuContext, codec: &Codec, data: &[u8], dtype: DType, options: Options, what: &str) {
     let cpu_stream = cpu::compress(data, dtype, options).expect("CPU compress");
-    let gpu = host::compress_to_vec(codec, &ctx.device, &ctx.queue, data, dtype, options).unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(gpu == cpu_stream, "{what}: GPU stream differs (first difference at byte {:?})", first_diff(&gpu, &cpu_stream));
+    let gpu = host::compress_to_vec(codec, &ctx.device, &ctx.queue, data, dtype, options)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        gpu == cpu_stream,
+        "{what}: GPU stream differs (first difference at byte {:?})",
+        first_diff(&gpu, &cpu_stream)
+    );
     assert!(cpu::decompress(&gpu).expect("CPU decompress") == data, "{what}: CPU decode differs");
-    let back = host::decompress_to_vec(codec, &ctx.device, &ctx.queue, &cpu_stream).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let back =
+        host::decompress_to_vec(codec, &ctx.device, &ctx.queue, &cpu_stream).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(back == data, "{what}: GPU decode differs");
 }
 
@@ -164,9 +204,15 @@ fn round_trip(ctx: &GpuContext, codec: &Codec, data: &[u8], dtype: DType, option
 fn dispatch_2d_one_workgroup_per_dimension_prime_tiles() {
     let Some(ctx) = common::vulkan() else { return };
     for force_portable in [false, true] {
-        let codec = Codec::with_config(&ctx.device, CodecConfig { max_workgroups_per_dim: Some(1), force_portable, ..Default::default() }).expect("codec");
+        let codec = Codec::with_config(
+            &ctx.device,
+            CodecConfig { max_workgroups_per_dim: Some(1), force_portable, ..Default::default() },
+        )
+        .expect("codec");
         assert_eq!(codec.path(), if force_portable { CodecPath::Portable } else { CodecPath::Subgroup });
-        for (dtype, tiles, tail) in [(DType::Bf16, 13u64, 5u64), (DType::F16, 31, 0), (DType::E4m3, 29, 4095), (DType::E5m2, 17, 1)] {
+        for (dtype, tiles, tail) in
+            [(DType::Bf16, 13u64, 5u64), (DType::F16, 31, 0), (DType::E4m3, 29, 4095), (DType::E5m2, 17, 1)]
+        {
             for sign_pack in [false, true] {
                 // `tiles` tiles in all, the last one partial unless `tail` is 0.
                 let n = if tail == 0 { tiles * TILE as u64 } else { (tiles - 1) * TILE as u64 + tail };
@@ -175,7 +221,9 @@ fn dispatch_2d_one_workgroup_per_dimension_prime_tiles() {
                     let eb = dtype.bytes() as usize;
                     data.chunks_mut(eb).for_each(|e| e[eb - 1] &= 0x7f);
                 }
-                let what = format!("max 1 workgroup/dim, {dtype}, {tiles} tiles, sign_pack={sign_pack}, portable={force_portable}");
+                let what = format!(
+                    "max 1 workgroup/dim, {dtype}, {tiles} tiles, sign_pack={sign_pack}, portable={force_portable}"
+                );
                 round_trip(&ctx, &codec, &data, dtype, Options { sign_pack }, &what);
             }
         }
@@ -203,7 +251,9 @@ fn dispatch_2d_one_workgroup_per_dimension_chunked() {
 #[test]
 fn chunked_gpu_decodes_cpu_placed_stream() {
     let Some(ctx) = common::vulkan() else { return };
-    let codec = Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() }).expect("codec");
+    let codec =
+        Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() })
+            .expect("codec");
     let align = ctx.device.limits().min_storage_buffer_offset_alignment as u64;
     for (dtype, options) in [(DType::F16, Options::SIGN_PACK), (DType::E5m2, Options::default())] {
         let n = 14 * 4096 + 2049u64;
@@ -224,17 +274,32 @@ fn chunked_gpu_decodes_cpu_placed_stream() {
         });
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         let probe = codec
-            .compress(&mut enc, BufferRange::new(&input, 0, data.len() as u64), dtype, n, options, BufferRange::new(&scratch, 0, cap))
+            .compress(
+                &mut enc,
+                BufferRange::new(&input, 0, data.len() as u64),
+                dtype,
+                n,
+                options,
+                BufferRange::new(&scratch, 0, cap),
+            )
             .expect("compress");
         drop(enc);
-        let Placement::Chunked { chunk_tiles } = probe.placement else { panic!("expected chunks, got {:?}", probe.placement) };
+        let Placement::Chunked { chunk_tiles } = probe.placement else {
+            panic!("expected chunks, got {:?}", probe.placement)
+        };
         let placed = cpu::place_chunked(&compact, chunk_tiles).expect("place_chunked");
         assert!(placed != compact, "the placed stream has no gaps: the test would prove nothing");
         let mut contents = vec![0x5Au8; (2 * align) as usize];
         contents.extend_from_slice(&placed);
         contents.resize(contents.len().next_multiple_of(4) + 64, 0);
         let sbuf = storage_with(&ctx, &contents);
-        let c = bitsparse::Compressed { layout: probe.layout, buffer: sbuf.clone(), offset: 2 * align, size: placed.len() as u64, placement: probe.placement };
+        let c = bitsparse::Compressed {
+            layout: probe.layout,
+            buffer: sbuf.clone(),
+            offset: 2 * align,
+            size: placed.len() as u64,
+            placement: probe.placement,
+        };
         let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("out"),
             size: (data.len() as u64).next_multiple_of(4),
@@ -245,8 +310,15 @@ fn chunked_gpu_decodes_cpu_placed_stream() {
         codec.decompress(&mut enc, &c, BufferRange::new(&out, 0, data.len() as u64)).expect("decompress");
         sync::submit(&ctx.queue, [enc.finish()]);
         let back = sync::read_buffer(&ctx.device, &ctx.queue, &out, 0, data.len() as u64).expect("read");
-        assert!(back == data, "{dtype}: GPU decode of the CPU-placed chunked stream differs (first difference at byte {:?})", first_diff(&back, &data));
+        assert!(
+            back == data,
+            "{dtype}: GPU decode of the CPU-placed chunked stream differs (first difference at byte {:?})",
+            first_diff(&back, &data)
+        );
         // read_compressed compacts it back to the CPU's bytes.
-        assert!(host::read_compressed(&ctx.device, &ctx.queue, &c).expect("read_compressed") == compact, "{dtype}: compaction differs");
+        assert!(
+            host::read_compressed(&ctx.device, &ctx.queue, &c).expect("read_compressed") == compact,
+            "{dtype}: compaction differs"
+        );
     }
 }

@@ -131,13 +131,15 @@ fn len_strategy() -> impl Strategy<Value = usize> {
 
 /// Random raw data (special patterns included) and whether it is to be sign-packed (then signs cleared).
 fn case() -> impl Strategy<Value = (Vec<u8>, DType, bool)> {
-    (dtype_strategy(), any::<bool>(), len_strategy(), density_strategy(), any::<u64>()).prop_map(|(dtype, sp, n, d, seed)| {
-        let mut data = cpu::synthetic_bits(n, d, dtype, seed);
-        if sp {
-            clear_signs(&mut data, dtype);
-        }
-        (data, dtype, sp)
-    })
+    (dtype_strategy(), any::<bool>(), len_strategy(), density_strategy(), any::<u64>()).prop_map(
+        |(dtype, sp, n, d, seed)| {
+            let mut data = cpu::synthetic_bits(n, d, dtype, seed);
+            if sp {
+                clear_signs(&mut data, dtype);
+            }
+            (data, dtype, sp)
+        },
+    )
 }
 
 fn opts(sign_pack: bool) -> Options {
@@ -259,10 +261,18 @@ proptest! {
 fn golden_bf16() {
     let data = from_elements(&[0x3F80, 0x0000, 0x8000, 0x0000, 0x0000, 0x7FC1, 0x0001], DType::Bf16);
     let expected = [
-        0x5450_5342, 0x0C00_0001, 7, 0, 2, 0, 0, 0, // header
+        0x5450_5342,
+        0x0C00_0001,
+        7,
+        0,
+        2,
+        0,
+        0,
+        0,           // header
         0x0000_0000, // table
         0x0000_0065, // mask: elements 0, 2, 5, 6
-        0x8000_3F80, 0x0001_7FC1, // values
+        0x8000_3F80,
+        0x0001_7FC1, // values
     ];
     let c = cpu::compress(&data, DType::Bf16, Options::default()).unwrap();
     assert_eq!(bytes_to_words(&c), expected);
@@ -331,7 +341,10 @@ fn edge_lengths_and_densities_all_dtypes_and_sign_modes() {
 
 #[test]
 fn special_patterns_round_trip() {
-    let p16 = [0x8000u32, 0xFFFF, 0x7FFF, 0x7FC1, 0xFFC1, 0x7F80, 0xFF80, 0x7C00, 0xFC00, 0x7E01, 0x0001, 0x8001, 0x03FF, 0x007F];
+    let p16 = [
+        0x8000u32, 0xFFFF, 0x7FFF, 0x7FC1, 0xFFC1, 0x7F80, 0xFF80, 0x7C00, 0xFC00, 0x7E01, 0x0001, 0x8001, 0x03FF,
+        0x007F,
+    ];
     let p8 = [0x80u32, 0xFF, 0x7F, 0x01, 0x81, 0x7E, 0x7C, 0xFC, 0x7D];
     for dtype in DType::ALL {
         let pats: &[u32] = if dtype.bytes() == 2 { &p16 } else { &p8 };
@@ -485,7 +498,10 @@ fn chunked_placement_matches_the_gpu_rule() {
 
 #[test]
 fn partial_elements_and_too_large_are_typed_errors() {
-    assert!(matches!(cpu::compress(&[0u8; 5], DType::Bf16, Options::default()), Err(Error::PartialElement { bytes: 5, elem_bytes: 2 })));
+    assert!(matches!(
+        cpu::compress(&[0u8; 5], DType::Bf16, Options::default()),
+        Err(Error::PartialElement { bytes: 5, elem_bytes: 2 })
+    ));
     assert!(cpu::compress(&[0u8; 4], DType::E4m3, Options::SIGN_PACK).is_ok());
 }
 

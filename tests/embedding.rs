@@ -10,8 +10,8 @@
 mod common;
 
 use bitsparse::host::context::GpuContext;
-use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Options};
 use bitsparse::host::sync;
+use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Options};
 use wgpu::util::DeviceExt;
 
 /// The canary byte at pool position `i` (position-dependent, so a shifted copy is caught too).
@@ -112,7 +112,14 @@ fn embedded_round_trips(ctx: &GpuContext, codec: &Codec, counts: &[u64]) {
     for c in &cases {
         let dense = c.data.len() as u64;
         let h = codec
-            .compress(&mut enc, BufferRange::new(&input, c.in_off, dense), c.dtype, c.n, c.options, BufferRange::new(&streams, c.stream_off, c.cap))
+            .compress(
+                &mut enc,
+                BufferRange::new(&input, c.in_off, dense),
+                c.dtype,
+                c.n,
+                c.options,
+                BufferRange::new(&streams, c.stream_off, c.cap),
+            )
             .unwrap_or_else(|e| panic!("{} n={} {:?}: compress: {e}", c.dtype, c.n, c.options));
         codec
             .decompress(&mut enc, &h, BufferRange::new(&output, c.out_off, dense))
@@ -129,7 +136,10 @@ fn embedded_round_trips(ctx: &GpuContext, codec: &Codec, counts: &[u64]) {
     let mut st_expect = st_bytes.clone();
     let mut out_expect = out_bytes.clone();
     for (c, h) in cases.iter().zip(&handles) {
-        let what = format!("{} n={} sign_pack={} (input @{}, stream @{}, output @{})", c.dtype, c.n, c.options.sign_pack, c.in_off, c.stream_off, c.out_off);
+        let what = format!(
+            "{} n={} sign_pack={} (input @{}, stream @{}, output @{})",
+            c.dtype, c.n, c.options.sign_pack, c.in_off, c.stream_off, c.out_off
+        );
         let o = c.out_off as usize;
         assert!(out_after[o..o + c.data.len()] == c.data[..], "{what}: round trip differs");
         out_expect[o..o + c.data.len()].copy_from_slice(&c.data);
@@ -142,8 +152,16 @@ fn embedded_round_trips(ctx: &GpuContext, codec: &Codec, counts: &[u64]) {
         assert!(read == expect, "{what}: read_compressed differs from the CPU reference");
     }
     let first_diff = |a: &[u8], b: &[u8]| a.iter().zip(b).position(|(x, y)| x != y);
-    assert!(out_after == out_expect, "output pool: a byte outside the dense ranges changed (first at {:?})", first_diff(&out_after, &out_expect));
-    assert!(st_after == st_expect, "stream pool: a byte outside the stream ranges changed (first at {:?})", first_diff(&st_after, &st_expect));
+    assert!(
+        out_after == out_expect,
+        "output pool: a byte outside the dense ranges changed (first at {:?})",
+        first_diff(&out_after, &out_expect)
+    );
+    assert!(
+        st_after == st_expect,
+        "stream pool: a byte outside the stream ranges changed (first at {:?})",
+        first_diff(&st_after, &st_expect)
+    );
     // The layout really put canary bytes in the last word of odd-length ranges (the test can fail there).
     assert!(cases.iter().any(|c| (c.out_off + c.data.len() as u64) % 4 == 1), "no range ends 1 byte into a word");
     assert!(cases.iter().any(|c| (c.out_off + c.data.len() as u64) % 4 == 3), "no range ends 3 bytes into a word");
@@ -157,7 +175,8 @@ const COUNTS: [u64; 8] = [1, 3, 0, 33, 4095, 4097, 2 * 4096 + 1, 3 * 4096 + 4093
 fn embedding_pooled_ranges_adapter_limits() {
     let Some(ctx) = common::vulkan() else { return };
     for force_portable in [false, true] {
-        let codec = Codec::with_config(&ctx.device, CodecConfig { force_portable, ..Default::default() }).expect("codec");
+        let codec =
+            Codec::with_config(&ctx.device, CodecConfig { force_portable, ..Default::default() }).expect("codec");
         embedded_round_trips(&ctx, &codec, &COUNTS);
     }
 }
@@ -167,7 +186,9 @@ fn embedding_pooled_ranges_adapter_limits() {
 #[test]
 fn embedding_pooled_ranges_chunked() {
     let Some(ctx) = common::vulkan() else { return };
-    let codec = Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() }).expect("codec");
+    let codec =
+        Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() })
+            .expect("codec");
     embedded_round_trips_chunked(&ctx, &codec);
 }
 
@@ -186,7 +207,14 @@ fn embedded_round_trips_chunked(ctx: &GpuContext, codec: &Codec) {
         let (output, out_bytes) = pool(ctx, (out_off + dense + align).next_multiple_of(4), 6, "out");
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         let h = codec
-            .compress(&mut enc, BufferRange::new(&input, in_off, dense), dtype, n, Options::SIGN_PACK, BufferRange::new(&streams, st_off, cap))
+            .compress(
+                &mut enc,
+                BufferRange::new(&input, in_off, dense),
+                dtype,
+                n,
+                Options::SIGN_PACK,
+                BufferRange::new(&streams, st_off, cap),
+            )
             .expect("compress");
         assert!(matches!(h.placement, bitsparse::Placement::Chunked { .. }), "{dtype}: expected a chunked placement");
         codec.decompress(&mut enc, &h, BufferRange::new(&output, out_off, dense)).expect("decompress");
@@ -195,11 +223,20 @@ fn embedded_round_trips_chunked(ctx: &GpuContext, codec: &Codec) {
         let st_after = sync::read_buffer(&ctx.device, &ctx.queue, &streams, 0, streams.size()).expect("read");
         let mut out_expect = out_bytes.clone();
         out_expect[out_off as usize..(out_off + dense) as usize].copy_from_slice(&data);
-        assert!(out_after == out_expect, "{dtype}: chunked round trip differs or a byte outside the output range changed");
+        assert!(
+            out_after == out_expect,
+            "{dtype}: chunked round trip differs or a byte outside the output range changed"
+        );
         let (s, e) = (st_off as usize, (st_off + cap) as usize);
-        assert!(st_after[..s] == st_bytes[..s] && st_after[e..] == st_bytes[e..], "{dtype}: bytes outside the stream range changed");
+        assert!(
+            st_after[..s] == st_bytes[..s] && st_after[e..] == st_bytes[e..],
+            "{dtype}: bytes outside the stream range changed"
+        );
         let expect = cpu::compress(&data, dtype, Options::SIGN_PACK).expect("cpu");
-        assert!(host::read_compressed(&ctx.device, &ctx.queue, &h).expect("read_compressed") == expect, "{dtype}: compacted stream differs");
+        assert!(
+            host::read_compressed(&ctx.device, &ctx.queue, &h).expect("read_compressed") == expect,
+            "{dtype}: compacted stream differs"
+        );
         let in_after = sync::read_buffer(&ctx.device, &ctx.queue, &input, 0, input.size()).expect("read");
         assert!(in_after == in_bytes, "{dtype}: input pool changed");
     }
@@ -226,10 +263,12 @@ fn embedding_default_limits_device() {
     let info = adapter.get_info();
     let ctx = GpuContext { adapter, device, queue, info };
     for force_portable in [false, true] {
-        let codec = Codec::with_config(&ctx.device, CodecConfig { force_portable, ..Default::default() }).expect("codec on a default-limits device");
+        let codec = Codec::with_config(&ctx.device, CodecConfig { force_portable, ..Default::default() })
+            .expect("codec on a default-limits device");
         embedded_round_trips(&ctx, &codec, &[1, 3, 33, 4097, 2 * 4096 + 3]);
         let data = cpu::synthetic_relu2(5 * 4096 + 7, 0.176, DType::F16, 3);
-        let s = host::compress_to_vec(&codec, &ctx.device, &ctx.queue, &data, DType::F16, Options::default()).expect("compress_to_vec");
+        let s = host::compress_to_vec(&codec, &ctx.device, &ctx.queue, &data, DType::F16, Options::default())
+            .expect("compress_to_vec");
         assert!(s == cpu::compress(&data, DType::F16, Options::default()).expect("cpu"));
         assert!(host::decompress_to_vec(&codec, &ctx.device, &ctx.queue, &s).expect("decompress_to_vec") == data);
     }
@@ -272,9 +311,18 @@ fn embedding_tight_buffers() {
                     let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
                     let mut enc = ctx.device.create_command_encoder(&Default::default());
                     let c = codec
-                        .compress(&mut enc, BufferRange::new(&input, 0, dense), dtype, n, options, BufferRange::new(&stream, 0, cap))
+                        .compress(
+                            &mut enc,
+                            BufferRange::new(&input, 0, dense),
+                            dtype,
+                            n,
+                            options,
+                            BufferRange::new(&stream, 0, cap),
+                        )
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
-                    codec.decompress(&mut enc, &c, BufferRange::new(&output, 0, dense)).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    codec
+                        .decompress(&mut enc, &c, BufferRange::new(&output, 0, dense))
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
                     sync::submit(&ctx.queue, [enc.finish()]);
                     if let Some(e) = pollster::block_on(scope.pop()) {
                         panic!("{what}: wgpu validation error: {e}");

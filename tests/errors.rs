@@ -6,15 +6,20 @@
 
 mod common;
 
-use bitsparse::host::context::GpuContext;
 use bitsparse::format::{hdr, status, Header, Layout, HEADER_WORDS};
+use bitsparse::host::context::GpuContext;
 use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, Compressed, DType, Error, Options, Placement};
 use wgpu::util::DeviceExt;
 
 const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE;
 
 fn buffer(ctx: &GpuContext, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
-    ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("test"), size: size.next_multiple_of(4), usage, mapped_at_creation: false })
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("test"),
+        size: size.next_multiple_of(4),
+        usage,
+        mapped_at_creation: false,
+    })
 }
 
 fn buffer_with(ctx: &GpuContext, bytes: &[u8], usage: wgpu::BufferUsages) -> wgpu::Buffer {
@@ -67,7 +72,11 @@ fn rig() -> Option<Rig> {
 
 impl Rig {
     fn good(&self) -> Call<'_> {
-        Call { input: BufferRange::new(&self.input, 0, N * 2), n: N, output: BufferRange::new(&self.output, 0, self.cap) }
+        Call {
+            input: BufferRange::new(&self.input, 0, N * 2),
+            n: N,
+            output: BufferRange::new(&self.output, 0, self.cap),
+        }
     }
     fn run(&self, c: Call<'_>) -> Result<Compressed, Error> {
         compress(&self.ctx, &self.codec, c)
@@ -79,7 +88,11 @@ fn compress_good_call_is_ok() {
     // The baseline every error case below departs from.
     let Some(r) = rig() else { return };
     r.run(r.good()).expect("the unmodified call must succeed");
-    let c = Call { input: BufferRange::new(&r.input, r.align, N * 2), output: BufferRange::new(&r.output, r.align, r.cap), ..r.good() };
+    let c = Call {
+        input: BufferRange::new(&r.input, r.align, N * 2),
+        output: BufferRange::new(&r.output, r.align, r.cap),
+        ..r.good()
+    };
     r.run(c).expect("aligned non-zero offsets must succeed");
 }
 
@@ -166,17 +179,39 @@ fn compress_ranges_outside_the_buffer() {
 fn ranges_ending_inside_a_partial_last_word() {
     let Some(r) = rig() else { return };
     let n = 4099u64;
-    let odd = r.ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some("odd"), size: n, usage: STORAGE, mapped_at_creation: false });
+    let odd = r.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("odd"),
+        size: n,
+        usage: STORAGE,
+        mapped_at_creation: false,
+    });
     assert_eq!(odd.size(), n);
     let cap = r.codec.output_capacity(DType::E4m3, n, Options::default()).expect("cap");
     let mut enc = encoder(&r.ctx);
-    let res = r.codec.compress(&mut enc, BufferRange::new(&odd, 0, n), DType::E4m3, n, Options::default(), BufferRange::new(&r.output, 0, cap));
-    assert!(matches!(res, Err(Error::OutOfBounds { offset: 0, size, buffer_size, .. }) if size == n && buffer_size == n), "compress input: {res:?}");
+    let res = r.codec.compress(
+        &mut enc,
+        BufferRange::new(&odd, 0, n),
+        DType::E4m3,
+        n,
+        Options::default(),
+        BufferRange::new(&r.output, 0, cap),
+    );
+    assert!(
+        matches!(res, Err(Error::OutOfBounds { offset: 0, size, buffer_size, .. }) if size == n && buffer_size == n),
+        "compress input: {res:?}"
+    );
     // The same data from a whole-word buffer compresses, and decompressing into the odd buffer is refused.
     let even = buffer(&r.ctx, n, STORAGE);
     let c = r
         .codec
-        .compress(&mut enc, BufferRange::new(&even, 0, n), DType::E4m3, n, Options::default(), BufferRange::new(&r.output, 0, cap))
+        .compress(
+            &mut enc,
+            BufferRange::new(&even, 0, n),
+            DType::E4m3,
+            n,
+            Options::default(),
+            BufferRange::new(&r.output, 0, cap),
+        )
         .expect("compress");
     let res = r.codec.decompress(&mut enc, &c, BufferRange::new(&odd, 0, n));
     assert!(matches!(res, Err(Error::OutOfBounds { .. })), "decompress output: {res:?}");
@@ -205,7 +240,8 @@ fn compress_input_and_output_in_the_same_buffer() {
     let Some(r) = rig() else { return };
     let both = buffer(&r.ctx, N * 2 + r.cap + 2 * r.align, STORAGE);
     let out_off = (N * 2).next_multiple_of(r.align);
-    let c = Call { input: BufferRange::new(&both, 0, N * 2), output: BufferRange::new(&both, out_off, r.cap), ..r.good() };
+    let c =
+        Call { input: BufferRange::new(&both, 0, N * 2), output: BufferRange::new(&both, out_off, r.cap), ..r.good() };
     assert!(matches!(r.run(c), Err(Error::InvalidArgument(_))), "input and output in one buffer must be refused");
 }
 
@@ -213,7 +249,9 @@ fn compress_input_and_output_in_the_same_buffer() {
 fn compress_tensor_too_large_for_the_format() {
     let Some(r) = rig() else { return };
     let n = 1u64 << 40;
-    assert!(matches!(r.codec.output_capacity(DT, n, Options::default()), Err(Error::TooLarge { elements }) if elements == n));
+    assert!(
+        matches!(r.codec.output_capacity(DT, n, Options::default()), Err(Error::TooLarge { elements }) if elements == n)
+    );
     let c = Call { n, ..r.good() };
     assert!(matches!(r.run(c), Err(Error::TooLarge { .. })));
 }
@@ -232,7 +270,14 @@ fn compressed(r: &Rig) -> Compressed {
     let mut enc = encoder(&r.ctx);
     let c = r
         .codec
-        .compress(&mut enc, BufferRange::new(&input, 0, N * 2), DT, N, Options::default(), BufferRange::new(&r.output, 0, r.cap))
+        .compress(
+            &mut enc,
+            BufferRange::new(&input, 0, N * 2),
+            DT,
+            N,
+            Options::default(),
+            BufferRange::new(&r.output, 0, r.cap),
+        )
         .expect("compress");
     bitsparse::host::sync::submit(&r.ctx.queue, [enc.finish()]);
     c
@@ -254,7 +299,10 @@ fn decompress_errors() {
 
     // Output of the wrong size.
     for size in [N * 2 - 2, N * 2 + 2, 0] {
-        assert!(matches!(decompress(&r, &c, BufferRange::new(&dense, 0, size)), Err(Error::InvalidArgument(_))), "output of {size} bytes");
+        assert!(
+            matches!(decompress(&r, &c, BufferRange::new(&dense, 0, size)), Err(Error::InvalidArgument(_))),
+            "output of {size} bytes"
+        );
     }
     // Misaligned output.
     match decompress(&r, &c, BufferRange::new(&dense, 4, N * 2)) {
@@ -266,21 +314,32 @@ fn decompress_errors() {
     assert!(matches!(decompress(&r, &c, BufferRange::new(&dense, off, N * 2)), Err(Error::OutOfBounds { .. })));
     // Output without STORAGE.
     let plain = buffer(&r.ctx, N * 2, wgpu::BufferUsages::COPY_DST);
-    assert!(matches!(decompress(&r, &c, BufferRange::new(&plain, 0, N * 2)), Err(Error::MissingUsage { usage: "STORAGE", .. })));
+    assert!(matches!(
+        decompress(&r, &c, BufferRange::new(&plain, 0, N * 2)),
+        Err(Error::MissingUsage { usage: "STORAGE", .. })
+    ));
     // Output in the stream's own buffer (past the stream).
     let own = BufferRange::new(&r.output, r.cap.next_multiple_of(r.align), N * 2);
     let big = Compressed { buffer: buffer(&r.ctx, r.cap.next_multiple_of(r.align) + N * 2 + 4, STORAGE), ..c.clone() };
     let own_big = BufferRange::new(&big.buffer, own.offset, N * 2);
-    assert!(matches!(decompress(&r, &big, own_big), Err(Error::InvalidArgument(_))), "output inside the stream's buffer");
+    assert!(
+        matches!(decompress(&r, &big, own_big), Err(Error::InvalidArgument(_))),
+        "output inside the stream's buffer"
+    );
 
     // Stream range: misaligned, outside its buffer, smaller than header + table + mask.
     let mis = Compressed { offset: 4, ..c.clone() };
-    assert!(matches!(decompress(&r, &mis, BufferRange::new(&dense, 0, N * 2)), Err(Error::Misaligned { offset: 4, .. })));
+    assert!(matches!(
+        decompress(&r, &mis, BufferRange::new(&dense, 0, N * 2)),
+        Err(Error::Misaligned { offset: 4, .. })
+    ));
     let oob = Compressed { size: c.buffer.size() + 4, ..c.clone() };
     assert!(matches!(decompress(&r, &oob, BufferRange::new(&dense, 0, N * 2)), Err(Error::OutOfBounds { .. })));
     let small = Compressed { size: c.layout.values_offset * 4 - 4, ..c.clone() };
     match decompress(&r, &small, BufferRange::new(&dense, 0, N * 2)) {
-        Err(Error::RangeTooSmall { need, got, .. }) => assert_eq!((need, got), (c.layout.values_offset * 4, c.layout.values_offset * 4 - 4)),
+        Err(Error::RangeTooSmall { need, got, .. }) => {
+            assert_eq!((need, got), (c.layout.values_offset * 4, c.layout.values_offset * 4 - 4))
+        }
         other => panic!("expected RangeTooSmall, got {other:?}"),
     }
     // A stream buffer without STORAGE.
@@ -291,7 +350,9 @@ fn decompress_errors() {
 #[test]
 fn decompress_chunk_placement_the_device_cannot_bind() {
     let Some(ctx) = common::vulkan() else { return };
-    let limited = Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() }).expect("codec");
+    let limited =
+        Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() })
+            .expect("codec");
     let n = 20 * 4096u64;
     let data = cpu::synthetic_relu2(n as usize, 0.9, DT, 5);
     let stream = cpu::compress(&data, DT, Options::default()).expect("cpu compress");
@@ -389,8 +450,14 @@ fn host_decompress_corrupt_streams() {
     edit("status SKIPPED", &|c| put(c, hdr::STATUS, status::SKIPPED));
     edit("status unknown bit", &|c| put(c, hdr::STATUS, 0x100));
     edit("table entry out of range", &|c| put(c, t0 + 1, 0x7fff_ffff));
-    edit("last table entry past the values", &|c| { let vw = get(c, hdr::VALUE_WORDS); put(c, t0 + 3, vw) });
-    edit("tiles overlap", &|c| { let t1 = get(c, t0 + 1); put(c, t0 + 2, t1) });
+    edit("last table entry past the values", &|c| {
+        let vw = get(c, hdr::VALUE_WORDS);
+        put(c, t0 + 3, vw)
+    });
+    edit("tiles overlap", &|c| {
+        let t1 = get(c, t0 + 1);
+        put(c, t0 + 2, t1)
+    });
     edit("tiles overlap (first moved forward)", &|c| put(c, t0, 1));
     edit("mask bit past the last element", &|c| {
         let last = layout.mask_offset as usize + layout.mask_words as usize - 1;
@@ -420,7 +487,10 @@ fn host_decompress_sign_status_is_sign_error() {
     let Some(r) = rig() else { return };
     let (_, mut s) = valid_stream();
     put(&mut s, hdr::STATUS, status::SIGN_BIT_SET);
-    assert!(matches!(host::decompress_to_vec(&r.codec, &r.ctx.device, &r.ctx.queue, &s), Err(Error::SignBitSet { index: None })));
+    assert!(matches!(
+        host::decompress_to_vec(&r.codec, &r.ctx.device, &r.ctx.queue, &s),
+        Err(Error::SignBitSet { index: None })
+    ));
 }
 
 /// Header status bits map to typed errors.
@@ -473,13 +543,21 @@ fn host_decompress_random_damage_never_panics() {
                 decoded += 1;
             }
             (Err(g), Err(h)) if std::mem::discriminant(g) == std::mem::discriminant(h) => {
-                assert!(matches!(g, Error::Corrupt(_) | Error::SignBitSet { .. }), "damage {i}: unexpected error {g:?}");
+                assert!(
+                    matches!(g, Error::Corrupt(_) | Error::SignBitSet { .. }),
+                    "damage {i}: unexpected error {g:?}"
+                );
                 refused += 1
             }
-            (g, h) => panic!("damage {i}: GPU {:?} vs CPU {:?}", g.as_ref().map(|v| v.len()), h.as_ref().map(|v| v.len())),
+            (g, h) => {
+                panic!("damage {i}: GPU {:?} vs CPU {:?}", g.as_ref().map(|v| v.len()), h.as_ref().map(|v| v.len()))
+            }
         }
     }
-    assert!(refused > 20 && decoded > 5, "refused {refused}, decoded {decoded}: the damage mix is not exercising both outcomes");
+    assert!(
+        refused > 20 && decoded > 5,
+        "refused {refused}, decoded {decoded}: the damage mix is not exercising both outcomes"
+    );
 }
 
 /// Sign bits under sign packing: the host helper names the first offending element; a stream compressed
@@ -492,7 +570,8 @@ fn sign_bit_under_sign_pack() {
         Codec::new(&ctx.device).expect("codec"),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).expect("codec"),
         // Chunked: the sign bit is in the first chunk, the status must survive the later chunks.
-        Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() }).expect("codec"),
+        Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() })
+            .expect("codec"),
     ];
     for (ci, codec) in codecs.iter().enumerate() {
         for dtype in DType::ALL {
@@ -506,9 +585,12 @@ fn sign_bit_under_sign_pack() {
                 Err(Error::SignBitSet { index }) => assert_eq!(index, Some(i as u64), "{dtype}"),
                 other => panic!("{dtype}: expected SignBitSet, got {:?}", other.map(|v| v.len())),
             }
-            assert!(matches!(cpu::compress(&d, dtype, Options::SIGN_PACK), Err(Error::SignBitSet { index: Some(j) }) if j == i as u64));
+            assert!(
+                matches!(cpu::compress(&d, dtype, Options::SIGN_PACK), Err(Error::SignBitSet { index: Some(j) }) if j == i as u64)
+            );
             // Without sign packing the same data is fine.
-            host::compress_to_vec(codec, &ctx.device, &ctx.queue, &d, dtype, Options::default()).expect("no sign packing");
+            host::compress_to_vec(codec, &ctx.device, &ctx.queue, &d, dtype, Options::default())
+                .expect("no sign packing");
 
             // The embedding API: compress + decompress recorded together; the decompress must write nothing.
             let input = buffer_with(&ctx, &d, STORAGE);
@@ -518,14 +600,27 @@ fn sign_bit_under_sign_pack() {
             let out = buffer_with(&ctx, &canary, STORAGE | wgpu::BufferUsages::COPY_SRC);
             let mut enc = encoder(&ctx);
             let c = codec
-                .compress(&mut enc, BufferRange::new(&input, 0, (n * eb) as u64), dtype, n as u64, Options::SIGN_PACK, BufferRange::new(&stream, 0, cap))
+                .compress(
+                    &mut enc,
+                    BufferRange::new(&input, 0, (n * eb) as u64),
+                    dtype,
+                    n as u64,
+                    Options::SIGN_PACK,
+                    BufferRange::new(&stream, 0, cap),
+                )
                 .expect("recording a compress of signed data is fine: the GPU finds the sign bit");
-            codec.decompress(&mut enc, &c, BufferRange::new(&out, 0, (n * eb) as u64)).expect("recording the decompress is fine too");
+            codec
+                .decompress(&mut enc, &c, BufferRange::new(&out, 0, (n * eb) as u64))
+                .expect("recording the decompress is fine too");
             bitsparse::host::sync::submit(&ctx.queue, [enc.finish()]);
             let h = host::read_header(&ctx.device, &ctx.queue, &c).expect("header");
             assert_eq!(h.status & status::SIGN_BIT_SET, status::SIGN_BIT_SET, "{dtype} codec {ci}: status bit not set");
-            assert!(matches!(host::read_compressed(&ctx.device, &ctx.queue, &c), Err(Error::SignBitSet { index: None })));
-            let after = bitsparse::host::sync::read_buffer(&ctx.device, &ctx.queue, &out, 0, canary.len() as u64).expect("read");
+            assert!(matches!(
+                host::read_compressed(&ctx.device, &ctx.queue, &c),
+                Err(Error::SignBitSet { index: None })
+            ));
+            let after = bitsparse::host::sync::read_buffer(&ctx.device, &ctx.queue, &out, 0, canary.len() as u64)
+                .expect("read");
             assert!(after == canary, "{dtype} codec {ci}: decompress of a sign-error stream wrote into the output");
         }
     }

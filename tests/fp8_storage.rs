@@ -8,17 +8,21 @@ mod common;
 use common::{buf, canary, read_at};
 
 use bitsparse::arena::{Arena, ArenaConfig, Fp8Scale, Slot};
-use bitsparse::host::context::GpuContext;
 use bitsparse::cpu::act::{self, Activation};
 use bitsparse::cpu::fp8;
-use bitsparse::{cpu, BufferRange, Codec, CodecConfig, DType, Error, Options, Staging};
+use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
+use bitsparse::{cpu, BufferRange, Codec, CodecConfig, DType, Error, Options, Staging};
 
 // ---------------------------------------------------------------- manual definition (f64, no `half`)
 
 /// (mantissa bits, bias) of a format.
 fn params(dtype: DType) -> (i32, i32) {
-    if dtype == DType::E5m2 { (2, 15) } else { (3, 7) }
+    if dtype == DType::E5m2 {
+        (2, 15)
+    } else {
+        (3, 7)
+    }
 }
 
 /// The value of a code from the format's definition; None for NaN.
@@ -50,7 +54,11 @@ fn manual_encode_pos(x: f64, dtype: DType) -> u8 {
         lo += 1;
     }
     let (a, b) = (manual_decode(lo, dtype).unwrap(), manual_decode(lo + 1, dtype).unwrap());
-    if x - a < b - x || (x - a == b - x && lo % 2 == 0) { lo } else { lo + 1 }
+    if x - a < b - x || (x - a == b - x && lo % 2 == 0) {
+        lo
+    } else {
+        lo + 1
+    }
 }
 
 /// bf16 round-to-nearest-even of a positive finite f64 (normal or subnormal bf16 range).
@@ -60,7 +68,13 @@ fn manual_bf16(x: f64) -> u16 {
     }
     let e = x.log2().floor() as i32;
     // log2 may be off by one near powers of two: fix the exponent so that 2^e <= x < 2^(e+1).
-    let e = if 2f64.powi(e) > x { e - 1 } else if 2f64.powi(e + 1) <= x { e + 1 } else { e };
+    let e = if 2f64.powi(e) > x {
+        e - 1
+    } else if 2f64.powi(e + 1) <= x {
+        e + 1
+    } else {
+        e
+    };
     let ulp = 2f64.powi(e.max(-126) - 7);
     let k = (x / ulp).round_ties_even();
     let v = k * ulp;
@@ -78,7 +92,9 @@ fn fp8_decode_exhaustive() {
         for code in 0..=255u8 {
             let got = fp8::decode(code, dtype) as f64;
             match manual_decode(code, dtype) {
-                None => assert!(got.is_nan() && fp8::is_nan(code, dtype), "{dtype} {code:#04x}: NaN expected, got {got}"),
+                None => {
+                    assert!(got.is_nan() && fp8::is_nan(code, dtype), "{dtype} {code:#04x}: NaN expected, got {got}")
+                }
                 Some(v) => {
                     assert!(!fp8::is_nan(code, dtype));
                     assert_eq!(got, v, "{dtype} {code:#04x}");
@@ -86,7 +102,10 @@ fn fp8_decode_exhaustive() {
                 }
             }
         }
-        assert_eq!(fp8::max_finite(dtype) as f64, manual_decode(if dtype == DType::E5m2 { 0x7b } else { 0x7e }, dtype).unwrap());
+        assert_eq!(
+            fp8::max_finite(dtype) as f64,
+            manual_decode(if dtype == DType::E5m2 { 0x7b } else { 0x7e }, dtype).unwrap()
+        );
     }
 }
 
@@ -138,7 +157,8 @@ fn fp8_dequantize_and_delayed_scale_are_correctly_rounded() {
                     None => assert_eq!(got, act::BF16_QNAN),
                     Some(v) if v.is_infinite() => assert_eq!(got & 0x7fff, 0x7f80),
                     Some(v) => {
-                        let want = manual_bf16(v.abs() / scale as f64) | if v < 0.0 || (v == 0.0 && q & 0x80 != 0) { 0x8000 } else { 0 };
+                        let want = manual_bf16(v.abs() / scale as f64)
+                            | if v < 0.0 || (v == 0.0 && q & 0x80 != 0) { 0x8000 } else { 0 };
                         assert_eq!(got, want, "{dtype} dequantize({q:#04x} / {scale})");
                     }
                 }
@@ -177,7 +197,19 @@ struct Step {
 /// One FP8 forward + decompress + fused backward, checked bit for bit against the CPU reference
 /// computed with `scale_expected`. Returns what the step stored.
 #[allow(clippy::too_many_arguments)]
-fn fp8_step(ctx: &GpuContext, arena: &Arena, chunked: bool, z: &[u8], g: &[u8], act: Activation, dtype: DType, scale: Fp8Scale, scale_expected: f32, opts: Options, what: &str) -> Step {
+fn fp8_step(
+    ctx: &GpuContext,
+    arena: &Arena,
+    chunked: bool,
+    z: &[u8],
+    g: &[u8],
+    act: Activation,
+    dtype: DType,
+    scale: Fp8Scale,
+    scale_expected: f32,
+    opts: Options,
+    what: &str,
+) -> Step {
     let n = z.len() / 2;
     let bytes = z.len() as u64;
     let (r_ref, a_ref) = act::forward(z, act);
@@ -191,13 +223,35 @@ fn fp8_step(ctx: &GpuContext, arena: &Arena, chunked: bool, z: &[u8], g: &[u8], 
     let syncs = sync::thread_host_syncs();
     arena.reset(&mut enc);
     let slot: Slot = arena
-        .fused_forward_fp8(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, act, dtype, scale, opts, BufferRange::new(&ab, 0, bytes))
+        .fused_forward_fp8(
+            &mut enc,
+            BufferRange::new(&zb, 0, bytes),
+            n as u64,
+            act,
+            dtype,
+            scale,
+            opts,
+            BufferRange::new(&ab, 0, bytes),
+        )
         .unwrap();
     assert!(slot.is_fp8());
     assert_eq!(slot.layout.dtype, dtype);
     arena.decompress(&mut enc, &slot, BufferRange::new(&qb, 0, n as u64)).unwrap();
-    arena.fused_backward(&mut enc, &slot, act, BufferRange::new(&gb, 0, bytes), BufferRange::new(&dzb, 0, bytes), Some(BufferRange::new(&a2b, 0, bytes))).unwrap();
-    assert_eq!(sync::thread_host_syncs(), syncs, "{what}: recording the FP8 forward/backward synchronised with the host");
+    arena
+        .fused_backward(
+            &mut enc,
+            &slot,
+            act,
+            BufferRange::new(&gb, 0, bytes),
+            BufferRange::new(&dzb, 0, bytes),
+            Some(BufferRange::new(&a2b, 0, bytes)),
+        )
+        .unwrap();
+    assert_eq!(
+        sync::thread_host_syncs(),
+        syncs,
+        "{what}: recording the FP8 forward/backward synchronised with the host"
+    );
     sync::submit(&ctx.queue, [enc.finish()]);
     arena.read_status(&ctx.queue).unwrap().check().unwrap();
     let (amax_gpu, scale_gpu) = arena.read_fp8(&ctx.queue, &slot).unwrap();
@@ -205,7 +259,10 @@ fn fp8_step(ctx: &GpuContext, arena: &Arena, chunked: bool, z: &[u8], g: &[u8], 
     assert_eq!(amax_gpu.to_bits(), amax, "{what}: amax recorded");
     assert!(read_at(ctx, &ab, 0, bytes) == a_ref, "{what}: dense a differs from cpu::act::forward");
     assert!(read_at(ctx, &qb, 0, n as u64) == q_ref, "{what}: decompressed q differs from the CPU quantization");
-    assert!(read_at(ctx, &dzb, 0, bytes) == dz_ref, "{what}: fused backward dL/dz differs from the CPU reference on r'");
+    assert!(
+        read_at(ctx, &dzb, 0, bytes) == dz_ref,
+        "{what}: fused backward dL/dz differs from the CPU reference on r'"
+    );
     assert!(read_at(ctx, &a2b, 0, bytes) == a2_ref, "{what}: fused backward a differs from the CPU reference on r'");
     // The stream: exactly cpu::compress(q) with the header's AMAX / SCALE words filled in.
     let (_, used) = arena.read_slot(&ctx.queue, &slot).unwrap();
@@ -251,12 +308,37 @@ fn fp8_delayed_scale_two_steps_bit_exact() {
                 let z1 = preact(n, n as u64, 0, false);
                 let z2 = preact(n, 3 + n as u64, 10, false);
                 let g = preact(n, 11 + n as u64, 5, false);
-                let s1 = fp8_step(&ctx, &arena, false, &z1, &g, act, dtype, Fp8Scale::Delayed, 1.0, Options::default(), &format!("{what} step 1"));
+                let s1 = fp8_step(
+                    &ctx,
+                    &arena,
+                    false,
+                    &z1,
+                    &g,
+                    act,
+                    dtype,
+                    Fp8Scale::Delayed,
+                    1.0,
+                    Options::default(),
+                    &format!("{what} step 1"),
+                );
                 let want2 = fp8::delayed_scale(s1.amax, dtype);
                 assert!(want2 != 1.0, "{what}: the test needs a nontrivial second scale");
-                let rel = (want2 as f64 - fp8::max_finite(dtype) as f64 / f32::from_bits(s1.amax) as f64).abs() / want2 as f64;
+                let rel = (want2 as f64 - fp8::max_finite(dtype) as f64 / f32::from_bits(s1.amax) as f64).abs()
+                    / want2 as f64;
                 assert!(rel <= 2f64.powi(-24), "{what}: scale 2 is FP8_MAX/amax1 correctly rounded");
-                let s2 = fp8_step(&ctx, &arena, false, &z2, &g, act, dtype, Fp8Scale::Delayed, want2, Options::default(), &format!("{what} step 2"));
+                let s2 = fp8_step(
+                    &ctx,
+                    &arena,
+                    false,
+                    &z2,
+                    &g,
+                    act,
+                    dtype,
+                    Fp8Scale::Delayed,
+                    want2,
+                    Options::default(),
+                    &format!("{what} step 2"),
+                );
                 assert_eq!(s2.scale, want2);
                 // Step 1's amax scaled to FP8_MAX: the largest step-1 value would map to the largest code.
                 assert!(s1.q.iter().any(|&c| c != 0), "{what}: step 1 stored nonzeros");
@@ -279,7 +361,19 @@ fn fp8_fixed_scale_saturation_and_sign_pack() {
             let scale = 0.125f32;
             for opts in [Options::default(), Options::SIGN_PACK] {
                 let what = format!("{:?} {dtype} fixed {opts:?}", codec.path());
-                let st = fp8_step(&ctx, &arena, false, &z, &g, Activation::Relu2, dtype, Fp8Scale::Fixed(scale), scale, opts, &what);
+                let st = fp8_step(
+                    &ctx,
+                    &arena,
+                    false,
+                    &z,
+                    &g,
+                    Activation::Relu2,
+                    dtype,
+                    Fp8Scale::Fixed(scale),
+                    scale,
+                    opts,
+                    &what,
+                );
                 let max_code = if dtype == DType::E5m2 { 0x7b } else { 0x7e };
                 assert!(st.q.contains(&max_code), "{what}: some values saturate");
                 assert!(st.q.contains(&fp8::nan_code(dtype)), "{what}: NaNs are stored as the NaN code");
@@ -287,7 +381,19 @@ fn fp8_fixed_scale_saturation_and_sign_pack() {
             }
             // The next delayed compress of slot 0 uses FP8_MAX / the amax the fixed one recorded (inf
             // here, so the rule gives 1.0).
-            let st = fp8_step(&ctx, &arena, false, &z, &g, Activation::Relu, dtype, Fp8Scale::Delayed, 1.0, Options::default(), "delayed after inf amax");
+            let st = fp8_step(
+                &ctx,
+                &arena,
+                false,
+                &z,
+                &g,
+                Activation::Relu,
+                dtype,
+                Fp8Scale::Delayed,
+                1.0,
+                Options::default(),
+                "delayed after inf amax",
+            );
             assert_eq!(st.amax, 0x7f80_0000, "amax of a tensor with +inf is +inf");
             let _ = st.scale;
         }
@@ -305,11 +411,21 @@ fn fp8_storage_refuses_bad_arguments() {
     let zr = BufferRange::new(&z, 0, 128);
     let ar = BufferRange::new(&a, 0, 128);
     for bad in [0.0f32, -1.0, f32::NAN, f32::INFINITY, 1.0e-40] {
-        let r = arena.fused_forward_fp8(&mut enc, zr, 64, Activation::Relu, DType::E4m3, Fp8Scale::Fixed(bad), Options::default(), ar);
+        let r = arena.fused_forward_fp8(
+            &mut enc,
+            zr,
+            64,
+            Activation::Relu,
+            DType::E4m3,
+            Fp8Scale::Fixed(bad),
+            Options::default(),
+            ar,
+        );
         assert!(matches!(r, Err(Error::InvalidArgument(_))), "scale {bad}");
     }
     for bad in [DType::Bf16, DType::F16] {
-        let r = arena.fused_forward_fp8(&mut enc, zr, 64, Activation::Relu, bad, Fp8Scale::Delayed, Options::default(), ar);
+        let r =
+            arena.fused_forward_fp8(&mut enc, zr, 64, Activation::Relu, bad, Fp8Scale::Delayed, Options::default(), ar);
         assert!(matches!(r, Err(Error::InvalidArgument(_))), "{bad}");
     }
 }
@@ -330,9 +446,33 @@ fn fp8_lossy_error_is_within_half_an_fp8_ulp() {
         // Step 1 records the amax, step 2 stores with the delayed scale: the realistic training case.
         let z = preact(n, 5, 8, false);
         let g = preact(n, 6, 0, false);
-        let s1 = fp8_step(&ctx, &arena, false, &z, &g, Activation::Relu, dtype, Fp8Scale::Delayed, 1.0, Options::default(), "error step 1");
+        let s1 = fp8_step(
+            &ctx,
+            &arena,
+            false,
+            &z,
+            &g,
+            Activation::Relu,
+            dtype,
+            Fp8Scale::Delayed,
+            1.0,
+            Options::default(),
+            "error step 1",
+        );
         let scale = fp8::delayed_scale(s1.amax, dtype);
-        let st = fp8_step(&ctx, &arena, false, &z, &g, Activation::Relu, dtype, Fp8Scale::Delayed, scale, Options::default(), "error step 2");
+        let st = fp8_step(
+            &ctx,
+            &arena,
+            false,
+            &z,
+            &g,
+            Activation::Relu,
+            dtype,
+            Fp8Scale::Delayed,
+            scale,
+            Options::default(),
+            "error step 2",
+        );
         let (r, _) = act::forward(&z, Activation::Relu);
         let min_normal = 2f64.powi(1 - bias);
         let half_sub = 2f64.powi(1 - bias - man) / 2.0;
@@ -370,13 +510,27 @@ fn fp8_lossy_error_is_within_half_an_fp8_ulp() {
 #[test]
 fn chunked_fp8_storage() {
     let Some(ctx) = common::vulkan() else { return };
-    let codec = Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(4 * 8192 + 1024), ..Default::default() }).unwrap();
+    let codec =
+        Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(4 * 8192 + 1024), ..Default::default() })
+            .unwrap();
     let arena = Arena::new(&codec, ArenaConfig::new(4 << 20)).unwrap();
     let n = 10 * 4096 + 77;
     let z = preact(n, 21, 4, false);
     let g = preact(n, 22, 0, false);
     for dtype in FORMATS {
-        let s = fp8_step(&ctx, &arena, true, &z, &g, Activation::Relu2, dtype, Fp8Scale::Fixed(0.5), 0.5, Options::default(), "chunked");
+        let s = fp8_step(
+            &ctx,
+            &arena,
+            true,
+            &z,
+            &g,
+            Activation::Relu2,
+            dtype,
+            Fp8Scale::Fixed(0.5),
+            0.5,
+            Options::default(),
+            "chunked",
+        );
         assert_eq!(s.q.len(), n);
     }
 }
@@ -396,10 +550,28 @@ fn arena_overflow_fp8_writes_nothing() {
     let arena = Arena::new(&codec, ArenaConfig::new((layout.values_offset * 4 + 1024).next_multiple_of(16))).unwrap();
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     let slot = arena
-        .fused_forward_fp8(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, Activation::Relu2, DType::E4m3, Fp8Scale::Delayed, Options::default(), BufferRange::new(&ab, 0, bytes))
+        .fused_forward_fp8(
+            &mut enc,
+            BufferRange::new(&zb, 0, bytes),
+            n as u64,
+            Activation::Relu2,
+            DType::E4m3,
+            Fp8Scale::Delayed,
+            Options::default(),
+            BufferRange::new(&ab, 0, bytes),
+        )
         .unwrap();
     arena.decompress(&mut enc, &slot, BufferRange::new(&qb, 0, n as u64)).unwrap();
-    arena.fused_backward(&mut enc, &slot, Activation::Relu2, BufferRange::new(&zb, 0, bytes), BufferRange::new(&dzb, 0, bytes), None).unwrap();
+    arena
+        .fused_backward(
+            &mut enc,
+            &slot,
+            Activation::Relu2,
+            BufferRange::new(&zb, 0, bytes),
+            BufferRange::new(&dzb, 0, bytes),
+            None,
+        )
+        .unwrap();
     sync::submit(&ctx.queue, [enc.finish()]);
     assert!(matches!(arena.read_status(&ctx.queue).unwrap().check(), Err(Error::ArenaOverflow { .. })));
     assert_eq!(read_at(&ctx, &qb, 0, n as u64), vec![0xA5u8; n], "overflowed decompress wrote");

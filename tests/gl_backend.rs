@@ -9,7 +9,7 @@ mod common;
 use common::{data, round_trip};
 
 use bitsparse::host::context::GpuContext;
-use bitsparse::{cpu, host, Codec, CodecConfig, DType, Error, Options, CodecPath, Staging};
+use bitsparse::{cpu, host, Codec, CodecConfig, CodecPath, DType, Error, Options, Staging};
 
 const DENSITIES: [f64; 4] = [0.0, 0.01, 0.176, 1.0];
 const LENGTHS: [usize; 5] = [0, 1, 33, 4097, 5 * 4096 + 77];
@@ -79,7 +79,14 @@ fn gl_multi_tile_relu2() {
         let codec = Codec::with_config(&ctx.device, CodecConfig { spin_limit, ..Default::default() }).expect("codec");
         for dtype in [DType::Bf16, DType::E4m3] {
             let bytes = cpu::synthetic_relu2(41 * 4096 + 5, 0.176, dtype, 9);
-            round_trip(&ctx, &codec, &bytes, dtype, Options::SIGN_PACK, &format!("GL relu2 {dtype} spin={spin_limit:?}"));
+            round_trip(
+                &ctx,
+                &codec,
+                &bytes,
+                dtype,
+                Options::SIGN_PACK,
+                &format!("GL relu2 {dtype} spin={spin_limit:?}"),
+            );
         }
     }
 }
@@ -122,8 +129,8 @@ fn gl_sign_bit_under_sign_pack_is_an_error() {
 fn gl_arena_fused_matches_cpu() {
     use bitsparse::arena::{Arena, ArenaConfig};
     use bitsparse::cpu::act::{self, Activation};
-    use bitsparse::{BufferRange};
-use bitsparse::host::sync;
+    use bitsparse::host::sync;
+    use bitsparse::BufferRange;
     use wgpu::util::DeviceExt;
     let Some(ctx) = common::gl() else { return };
     let codec = Codec::new(&ctx.device).expect("codec");
@@ -157,10 +164,24 @@ use bitsparse::host::sync;
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     arena.reset(&mut enc);
     let slot = arena
-        .fused_forward(&mut enc, BufferRange::new(&zb, 0, bytes), n as u64, Activation::Relu2, Options::default(), BufferRange::new(&ab, 0, bytes))
+        .fused_forward(
+            &mut enc,
+            BufferRange::new(&zb, 0, bytes),
+            n as u64,
+            Activation::Relu2,
+            Options::default(),
+            BufferRange::new(&ab, 0, bytes),
+        )
         .unwrap();
     arena
-        .fused_backward(&mut enc, &slot, Activation::Relu2, BufferRange::new(&gb, 0, bytes), BufferRange::new(&dzb, 0, bytes), Some(BufferRange::new(&a2b, 0, bytes)))
+        .fused_backward(
+            &mut enc,
+            &slot,
+            Activation::Relu2,
+            BufferRange::new(&gb, 0, bytes),
+            BufferRange::new(&dzb, 0, bytes),
+            Some(BufferRange::new(&a2b, 0, bytes)),
+        )
         .unwrap();
     sync::submit(&ctx.queue, [enc.finish()]);
     arena.read_status(&ctx.queue).unwrap().check().unwrap();

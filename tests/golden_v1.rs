@@ -23,10 +23,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use bitsparse_files::container::{Container, RecordKind};
 use bitsparse::format::{self, HEADER_WORDS, TILE, TILE_MASK_WORDS};
-use bitsparse::{cpu, host, BufferRange, Codec, DType, Error, Options, Placement};
 use bitsparse::host::sync;
+use bitsparse::{cpu, host, BufferRange, Codec, DType, Error, Options, Placement};
+use bitsparse_files::container::{Container, RecordKind};
 use sha2::{Digest, Sha256};
 
 const MANIFEST: &str = "MANIFEST.txt";
@@ -154,14 +154,20 @@ fn read(e: &Entry) -> Vec<u8> {
 // Decoding.
 
 /// Decodes a stream with `decompress`, reading dtype, sign packing and count from its validated header.
-fn decode_stream(bytes: &[u8], decompress: impl FnOnce(&[u8]) -> bitsparse::Result<Vec<u8>>) -> bitsparse::Result<Decoded> {
+fn decode_stream(
+    bytes: &[u8],
+    decompress: impl FnOnce(&[u8]) -> bitsparse::Result<Vec<u8>>,
+) -> bitsparse::Result<Decoded> {
     let (layout, _) = cpu::validate(bytes)?;
     let out = decompress(bytes)?;
     Ok(Decoded { tensors: vec![(layout.dtype, layout.options.sign_pack, layout.n)], sha256: sha256_hex(&out) })
 }
 
 /// Parses a container and decodes every record, tensor records with `decompress`.
-fn decode_container(bytes: &[u8], decompress: impl FnMut(&[u8]) -> bitsparse::Result<Vec<u8>>) -> bitsparse::Result<Decoded> {
+fn decode_container(
+    bytes: &[u8],
+    decompress: impl FnMut(&[u8]) -> bitsparse::Result<Vec<u8>>,
+) -> bitsparse::Result<Decoded> {
     let c = Container::parse(bytes)?;
     let tensors = c
         .records
@@ -204,13 +210,19 @@ fn golden_v1_manifest_matches_folder() {
         on_disk.push(name);
     }
     on_disk.sort();
-    assert_eq!(on_disk, listed.keys().map(|s| s.to_string()).collect::<Vec<_>>(), "files in tests/golden/v1 vs {MANIFEST}");
+    assert_eq!(
+        on_disk,
+        listed.keys().map(|s| s.to_string()).collect::<Vec<_>>(),
+        "files in tests/golden/v1 vs {MANIFEST}"
+    );
     assert!(total < MAX_TOTAL_BYTES, "golden files total {total} bytes, the budget is {MAX_TOTAL_BYTES}");
     // The coverage the README promises.
     for dtype in DType::ALL {
         for sign_pack in [false, true] {
             assert!(
-                entries.iter().any(|e| e.kind == Kind::Stream && e.expect.tensors[0].0 == dtype && e.expect.tensors[0].1 == sign_pack),
+                entries.iter().any(|e| e.kind == Kind::Stream
+                    && e.expect.tensors[0].0 == dtype
+                    && e.expect.tensors[0].1 == sign_pack),
                 "no {dtype} stream with sign_pack={sign_pack}"
             );
         }
@@ -228,7 +240,11 @@ fn golden_v1_files_unchanged() {
             changed.push(format!("{}: SHA-256 {got}, manifest {}", e.file, e.file_sha256));
         }
     }
-    assert!(changed.is_empty(), "golden files were modified (never rewrite them, see README.md):\n{}", changed.join("\n"));
+    assert!(
+        changed.is_empty(),
+        "golden files were modified (never rewrite them, see README.md):\n{}",
+        changed.join("\n")
+    );
     println!("golden_v1: {} files unchanged", entries.len());
 }
 
@@ -259,7 +275,12 @@ fn chunk_tiles_of(stream: &[u8]) -> Option<u64> {
 }
 
 /// Decodes a chunked stream as it lies, gaps included: `Codec::decompress` with `Placement::Chunked`.
-fn gpu_decode_chunked(ctx: &bitsparse::host::context::GpuContext, codec: &Codec, stream: &[u8], chunk_tiles: u64) -> bitsparse::Result<Vec<u8>> {
+fn gpu_decode_chunked(
+    ctx: &bitsparse::host::context::GpuContext,
+    codec: &Codec,
+    stream: &[u8],
+    chunk_tiles: u64,
+) -> bitsparse::Result<Vec<u8>> {
     use wgpu::util::DeviceExt;
     let (layout, _) = cpu::validate(stream)?;
     let mut contents = stream.to_vec();
@@ -276,7 +297,13 @@ fn gpu_decode_chunked(ctx: &bitsparse::host::context::GpuContext, codec: &Codec,
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
-    let c = bitsparse::Compressed { layout, buffer, offset: 0, size: stream.len() as u64, placement: Placement::Chunked { chunk_tiles } };
+    let c = bitsparse::Compressed {
+        layout,
+        buffer,
+        offset: 0,
+        size: stream.len() as u64,
+        placement: Placement::Chunked { chunk_tiles },
+    };
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     codec.decompress(&mut enc, &c, BufferRange::new(&out, 0, dense))?;
     sync::submit(&ctx.queue, [enc.finish()]);
@@ -416,13 +443,18 @@ fn golden_v1_bit_flips_detected() {
                 Ok(Err(err)) => bad.push(format!("{}: bit {bit}: unexpected error kind {err:?}", e.file)),
                 Ok(Ok(d)) if d != e.expect => different += 1,
                 Ok(Ok(_)) if unchecked(bit) => harmless += 1,
-                Ok(Ok(_)) => bad.push(format!("{}: bit {bit} (byte {}) flipped, yet the same tensor decodes", e.file, bit / 8)),
+                Ok(Ok(_)) => {
+                    bad.push(format!("{}: bit {bit} (byte {}) flipped, yet the same tensor decodes", e.file, bit / 8))
+                }
             }
         }
         if e.kind == Kind::Container && different > 0 {
             bad.push(format!("{}: {different} flips decoded to other bytes past the container's CRCs", e.file));
         }
-        summary.push(format!("{}: {refused} refused, {different} decode differently, {harmless} in unchecked bits", e.file));
+        summary.push(format!(
+            "{}: {refused} refused, {different} decode differently, {harmless} in unchecked bits",
+            e.file
+        ));
     }
     println!("{}", summary.join("\n"));
     assert!(bad.is_empty(), "bit flips in golden v1 files:\n{}", bad.join("\n"));
@@ -479,14 +511,44 @@ fn stream_specs() -> Vec<StreamSpec> {
     let mut v = vec![
         // Every dtype, unpacked (random bits of either sign) and sign-packed (ReLU² data); lengths that
         // end inside a tile and inside a mask word.
-        s("bf16-bits-n5330.bspt", Bf16, plain, with_specials(cpu::synthetic_bits(5330, 0.3, Bf16, 101), Bf16, &bf16_sp)),
-        s("bf16-relu2-packed-n4097.bspt", Bf16, pack, with_specials(cpu::synthetic_relu2(4097, 0.176, Bf16, 102), Bf16, &bf16_pk)),
+        s(
+            "bf16-bits-n5330.bspt",
+            Bf16,
+            plain,
+            with_specials(cpu::synthetic_bits(5330, 0.3, Bf16, 101), Bf16, &bf16_sp),
+        ),
+        s(
+            "bf16-relu2-packed-n4097.bspt",
+            Bf16,
+            pack,
+            with_specials(cpu::synthetic_relu2(4097, 0.176, Bf16, 102), Bf16, &bf16_pk),
+        ),
         s("f16-bits-n4133.bspt", F16, plain, with_specials(cpu::synthetic_bits(4133, 0.5, F16, 103), F16, &f16_sp)),
-        s("f16-relu2-packed-n8191.bspt", F16, pack, with_specials(cpu::synthetic_relu2(8191, 0.05, F16, 104), F16, &f16_pk)),
+        s(
+            "f16-relu2-packed-n8191.bspt",
+            F16,
+            pack,
+            with_specials(cpu::synthetic_relu2(8191, 0.05, F16, 104), F16, &f16_pk),
+        ),
         s("e4m3-bits-n4099.bspt", E4m3, plain, with_specials(cpu::synthetic_bits(4099, 0.3, E4m3, 105), E4m3, &e4_sp)),
-        s("e4m3-relu2-packed-n9000.bspt", E4m3, pack, with_specials(cpu::synthetic_relu2(9000, 0.176, E4m3, 106), E4m3, &e4_pk)),
-        s("e5m2-bits-n4200.bspt", E5m2, plain, with_specials(cpu::synthetic_bits(4200, 0.176, E5m2, 107), E5m2, &e5_sp)),
-        s("e5m2-relu2-packed-n5000.bspt", E5m2, pack, with_specials(cpu::synthetic_relu2(5000, 0.5, E5m2, 108), E5m2, &e5_pk)),
+        s(
+            "e4m3-relu2-packed-n9000.bspt",
+            E4m3,
+            pack,
+            with_specials(cpu::synthetic_relu2(9000, 0.176, E4m3, 106), E4m3, &e4_pk),
+        ),
+        s(
+            "e5m2-bits-n4200.bspt",
+            E5m2,
+            plain,
+            with_specials(cpu::synthetic_bits(4200, 0.176, E5m2, 107), E5m2, &e5_sp),
+        ),
+        s(
+            "e5m2-relu2-packed-n5000.bspt",
+            E5m2,
+            pack,
+            with_specials(cpu::synthetic_relu2(5000, 0.5, E5m2, 108), E5m2, &e5_pk),
+        ),
         // Edge cases: no elements; one element (−0.0); nothing but zeros; every element nonzero in one
         // full tile; empty tiles between full ones.
         s("bf16-empty-n0.bspt", Bf16, plain, Vec::new()),
@@ -494,13 +556,23 @@ fn stream_specs() -> Vec<StreamSpec> {
         s("bf16-negzero-n1.bspt", Bf16, plain, 0x8000u16.to_le_bytes().to_vec()),
         s("f16-zeros-n4097.bspt", F16, plain, vec![0; 4097 * 2]),
         s("e4m3-dense-packed-n4096.bspt", E4m3, pack, cpu::synthetic_relu2(4096, 1.0, E4m3, 109)),
-        s("bf16-emptytiles-n16385.bspt", Bf16, plain, zeroed(cpu::synthetic_relu2(16385, 0.01, Bf16, 110), Bf16, 4096, 3 * 4096)),
+        s(
+            "bf16-emptytiles-n16385.bspt",
+            Bf16,
+            plain,
+            zeroed(cpu::synthetic_relu2(16385, 0.01, Bf16, 110), Bf16, 4096, 3 * 4096),
+        ),
     ];
     // Chunked placements (`docs/FORMAT.md` §7): gaps between chunks, absolute table offsets; the first
     // with an empty tile whose table entry is its chunk's base.
     v.push(StreamSpec {
         chunk_tiles: Some(1),
-        ..s("bf16-chunked1-n12293.bspt", Bf16, plain, zeroed(cpu::synthetic_relu2(3 * 4096 + 5, 0.05, Bf16, 111), Bf16, 4096, 2 * 4096))
+        ..s(
+            "bf16-chunked1-n12293.bspt",
+            Bf16,
+            plain,
+            zeroed(cpu::synthetic_relu2(3 * 4096 + 5, 0.05, Bf16, 111), Bf16, 4096, 2 * 4096),
+        )
     });
     v.push(StreamSpec {
         chunk_tiles: Some(2),
@@ -519,7 +591,8 @@ fn stream_specs() -> Vec<StreamSpec> {
 }
 
 fn make_stream(spec: &StreamSpec) -> Vec<u8> {
-    let mut stream = cpu::compress(&spec.data, spec.dtype, spec.options).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+    let mut stream =
+        cpu::compress(&spec.data, spec.dtype, spec.options).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
     if let Some(c) = spec.chunk_tiles {
         stream = cpu::place_chunked(&stream, c).unwrap();
         assert!(stream != cpu::compact(&stream).unwrap(), "{}: the chunked placement has no gap", spec.name);
@@ -537,7 +610,8 @@ fn containers() -> Vec<(&'static str, Vec<u8>)> {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
     let dump = |bytes: &[u8], kind: FileKind, name: &str| {
         let parsed = ParsedFile::parse(bytes, kind, None, name).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-        let (c, _) = pack::to_container(&parsed, bytes, Options::SIGN_PACK, cpu::compress).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let (c, _) = pack::to_container(&parsed, bytes, Options::SIGN_PACK, cpu::compress)
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         c.to_bytes()
     };
     let raw = |data: &[u8], dtype, options| Container::raw(data, dtype, options, cpu::compress).unwrap().to_bytes();
@@ -562,11 +636,23 @@ fn containers() -> Vec<(&'static str, Vec<u8>)> {
         Some(&[("format", "pt"), ("source", "tests/golden_v1.rs")]),
     );
     vec![
-        ("raw-bf16-packed-n10000.bsp", raw(&cpu::synthetic_relu2(10_000, 0.176, DType::Bf16, 125), DType::Bf16, Options::SIGN_PACK)),
-        ("raw-e5m2-bits-n3000.bsp", raw(&cpu::synthetic_bits(3000, 0.3, DType::E5m2, 126), DType::E5m2, Options::default())),
+        (
+            "raw-bf16-packed-n10000.bsp",
+            raw(&cpu::synthetic_relu2(10_000, 0.176, DType::Bf16, 125), DType::Bf16, Options::SIGN_PACK),
+        ),
+        (
+            "raw-e5m2-bits-n3000.bsp",
+            raw(&cpu::synthetic_bits(3000, 0.3, DType::E5m2, 126), DType::E5m2, Options::default()),
+        ),
         ("dump-synthetic.safetensors.bsp", dump(&st, FileKind::Safetensors, "synthetic")),
-        ("dump-ok-sample.safetensors.bsp", dump(&std::fs::read(corpus.join("ok-sample.safetensors")).unwrap(), FileKind::Safetensors, "ok-sample")),
-        ("dump-ok-sample.npy.bsp", dump(&std::fs::read(corpus.join("ok-sample.npy")).unwrap(), FileKind::Npy, "ok-sample")),
+        (
+            "dump-ok-sample.safetensors.bsp",
+            dump(&std::fs::read(corpus.join("ok-sample.safetensors")).unwrap(), FileKind::Safetensors, "ok-sample"),
+        ),
+        (
+            "dump-ok-sample.npy.bsp",
+            dump(&std::fs::read(corpus.join("ok-sample.npy")).unwrap(), FileKind::Npy, "ok-sample"),
+        ),
     ]
 }
 
@@ -588,7 +674,8 @@ fn golden_v1_regenerate() {
          # file kind dtype sign_pack elements decoded_sha256 file_sha256\n",
     );
     for (name, kind, bytes, dense) in &files {
-        let d = decode_cpu(*kind, bytes).unwrap_or_else(|e| panic!("{name}: the CPU does not decode what it wrote: {e}"));
+        let d =
+            decode_cpu(*kind, bytes).unwrap_or_else(|e| panic!("{name}: the CPU does not decode what it wrote: {e}"));
         if let Some(dense) = dense {
             assert_eq!(d.sha256, sha256_hex(dense), "{name}: round trip");
         }

@@ -6,7 +6,7 @@ mod common;
 use common::{data, round_trip};
 
 use bitsparse::host::context::GpuContext;
-use bitsparse::{cpu, host, Codec, CodecConfig, DType, Options, CodecPath, Staging};
+use bitsparse::{cpu, host, Codec, CodecConfig, CodecPath, DType, Options, Staging};
 
 const DENSITIES: [f64; 6] = [0.0, 1e-4, 0.01, 0.176, 0.5, 1.0];
 const LENGTHS: [usize; 10] = [0, 1, 31, 32, 33, 4095, 4096, 4097, 3 * 4096 + 77, 9 * 4096];
@@ -33,7 +33,11 @@ fn subgroup_codec(ctx: &GpuContext) -> Codec {
 /// A look-back window of 4 statuses per lane (`compress.LOOKBACK_PER_LANE=4`, the tuning knob's other
 /// look-back path), with the fallback forced at once (`spin_limit` 1).
 fn lookback4_codec(ctx: &GpuContext) -> Codec {
-    let cfg = CodecConfig { kernel_constants: Some("compress.LOOKBACK_PER_LANE=4".into()), spin_limit: Some(1), ..Default::default() };
+    let cfg = CodecConfig {
+        kernel_constants: Some("compress.LOOKBACK_PER_LANE=4".into()),
+        spin_limit: Some(1),
+        ..Default::default()
+    };
     let codec = Codec::with_config(&ctx.device, cfg).expect("codec");
     assert_eq!(codec.path(), CodecPath::Subgroup);
     codec
@@ -42,7 +46,8 @@ fn lookback4_codec(ctx: &GpuContext) -> Codec {
 /// Compaction staged in packed `u32` words (`Staging::Words`): what devices without
 /// `Features::SHADER_I16` run; lavapipe has it, so `Staging::Auto` stages in `u16` slots there.
 fn words_codec(ctx: &GpuContext) -> Codec {
-    let codec = Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Words), ..Default::default() }).expect("codec");
+    let codec = Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Words), ..Default::default() })
+        .expect("codec");
     assert_eq!(codec.path(), CodecPath::Subgroup);
     codec
 }
@@ -86,7 +91,8 @@ matrix_tests! {
 fn special_bit_patterns() {
     let Some(ctx) = common::vulkan() else { return };
     for codec in [subgroup_codec(&ctx), portable_codec(&ctx)] {
-        let w16: [u16; 12] = [0x8000, 0x7fc1, 0xffff, 0x7f80, 0xff80, 0x0001, 0x8001, 0x7fff, 0x0000, 0x7c00, 0xfe00, 0x0400];
+        let w16: [u16; 12] =
+            [0x8000, 0x7fc1, 0xffff, 0x7f80, 0xff80, 0x0001, 0x8001, 0x7fff, 0x0000, 0x7c00, 0xfe00, 0x0400];
         let mut d16 = Vec::new();
         for i in 0..5000usize {
             d16.extend_from_slice(&w16[(i * 7) % w16.len()].to_le_bytes());
@@ -117,7 +123,8 @@ fn sign_bit_under_sign_pack_is_an_error() {
             let eb = dtype.bytes() as usize;
             d[i * eb..(i + 1) * eb].fill(0);
             d[(i + 1) * eb - 1] = 0x80;
-            let err = host::compress_to_vec(&codec, &ctx.device, &ctx.queue, &d, dtype, Options::SIGN_PACK).unwrap_err();
+            let err =
+                host::compress_to_vec(&codec, &ctx.device, &ctx.queue, &d, dtype, Options::SIGN_PACK).unwrap_err();
             match err {
                 bitsparse::Error::SignBitSet { index } => assert_eq!(index, Some(i as u64), "{dtype}"),
                 e => panic!("{dtype}: expected SignBitSet, got {e}"),
@@ -139,7 +146,14 @@ fn chunked_lowered_binding_limit() {
         for sign_pack in [false, true] {
             let n = 17 * 4096 + 1001;
             let bytes = data(n, 0.3, dtype, sign_pack, 11);
-            round_trip(&ctx, &codec, &bytes, dtype, Options { sign_pack }, &format!("chunked {dtype} sign_pack={sign_pack}"));
+            round_trip(
+                &ctx,
+                &codec,
+                &bytes,
+                dtype,
+                Options { sign_pack },
+                &format!("chunked {dtype} sign_pack={sign_pack}"),
+            );
         }
     }
 }
@@ -168,8 +182,11 @@ fn dispatch_2d_lowered_limit() {
 fn lookback_fallback_forced() {
     let Some(ctx) = common::vulkan() else { return };
     for force_portable in [false, true] {
-        let codec = Codec::with_config(&ctx.device, CodecConfig { spin_limit: Some(1), force_portable, ..Default::default() }).expect("codec");
-        for (dtype, sign_pack) in [(DType::Bf16, false), (DType::F16, true), (DType::E4m3, true), (DType::E5m2, false)] {
+        let codec =
+            Codec::with_config(&ctx.device, CodecConfig { spin_limit: Some(1), force_portable, ..Default::default() })
+                .expect("codec");
+        for (dtype, sign_pack) in [(DType::Bf16, false), (DType::F16, true), (DType::E4m3, true), (DType::E5m2, false)]
+        {
             for density in [0.01, 0.176, 1.0] {
                 let bytes = data(61 * 4096 + 9, density, dtype, sign_pack, 3);
                 round_trip(&ctx, &codec, &bytes, dtype, Options { sign_pack }, &format!("fallback {dtype} {density}"));
@@ -211,7 +228,8 @@ fn lookback4_many_tiles_and_bad_spec() {
         }
     }
     for bad in ["compress.LOOKBACK_PER_LANE=9", "compress.NOPE=1", "decompress.SPIN_LIMIT=1"] {
-        let r = Codec::with_config(&ctx.device, CodecConfig { kernel_constants: Some(bad.into()), ..Default::default() });
+        let r =
+            Codec::with_config(&ctx.device, CodecConfig { kernel_constants: Some(bad.into()), ..Default::default() });
         assert!(matches!(r, Err(bitsparse::Error::InvalidArgument(_))), "{bad:?} was accepted");
     }
 }

@@ -14,12 +14,13 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use bitsparse::{cpu, BufferRange, Codec, DType, Options};
 use bitsparse::host::sync;
+use bitsparse::{cpu, BufferRange, Codec, DType, Options};
 use wgpu::util::DeviceExt;
 
 /// Calls that synchronise with the device (after whitespace removal).
-const FORBIDDEN: [&str; 6] = [".submit(", ".poll(", "map_async", "map_buffer_on_submit", "Queue::submit", "Device::poll"];
+const FORBIDDEN: [&str; 6] =
+    [".submit(", ".poll(", "map_async", "map_buffer_on_submit", "Queue::submit", "Device::poll"];
 
 /// `src` with comments removed and string / char literals emptied; lifetimes are kept.
 fn strip_comments_and_strings(src: &str) -> String {
@@ -185,7 +186,10 @@ fn no_host_sync_source_scan() {
     assert!(files.contains(&sync_rs), "src/host/sync.rs (the choke point) is missing");
     // The choke point itself must contain what the others must not (else the scan looks for the wrong words).
     let sync_src = std::fs::read_to_string(&sync_rs).expect("read src/host/sync.rs");
-    assert!(host_sync_calls(&sync_src).len() >= 3, "src/host/sync.rs does not call submit/poll/map_async: is the scanner stale?");
+    assert!(
+        host_sync_calls(&sync_src).len() >= 3,
+        "src/host/sync.rs does not call submit/poll/map_async: is the scanner stale?"
+    );
     let mut offenders = Vec::new();
     for f in files.iter().filter(|f| **f != sync_rs) {
         let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("reading {}: {e}", f.display()));
@@ -194,7 +198,11 @@ fn no_host_sync_source_scan() {
             offenders.push(format!("{}: {found:?}", f.strip_prefix(root).unwrap_or(f).display()));
         }
     }
-    assert!(offenders.is_empty(), "host synchronisation outside src/host/sync.rs (route it through bitsparse::host::sync):\n{}", offenders.join("\n"));
+    assert!(
+        offenders.is_empty(),
+        "host synchronisation outside src/host/sync.rs (route it through bitsparse::host::sync):\n{}",
+        offenders.join("\n")
+    );
 }
 
 /// Recording compress + decompress only records: the counter does not move. Submitting and reading back
@@ -231,12 +239,26 @@ fn no_host_sync_codec_recording() {
     let before = sync::host_syncs();
     let mut enc = device.create_command_encoder(&Default::default());
     let c = codec
-        .compress(&mut enc, BufferRange::new(&input, 0, data.len() as u64), dtype, n as u64, Options::SIGN_PACK, BufferRange::new(&stream, 0, cap))
+        .compress(
+            &mut enc,
+            BufferRange::new(&input, 0, data.len() as u64),
+            dtype,
+            n as u64,
+            Options::SIGN_PACK,
+            BufferRange::new(&stream, 0, cap),
+        )
         .expect("compress");
     codec.decompress(&mut enc, &c, BufferRange::new(&output, 0, data.len() as u64)).expect("decompress");
     // A second round on the same encoder (pipelines and scan buffer reused).
     let c2 = codec
-        .compress(&mut enc, BufferRange::new(&input, 0, data.len() as u64), dtype, n as u64, Options::SIGN_PACK, BufferRange::new(&stream, 0, cap))
+        .compress(
+            &mut enc,
+            BufferRange::new(&input, 0, data.len() as u64),
+            dtype,
+            n as u64,
+            Options::SIGN_PACK,
+            BufferRange::new(&stream, 0, cap),
+        )
         .expect("compress");
     codec.decompress(&mut enc, &c2, BufferRange::new(&output, 0, data.len() as u64)).expect("decompress");
     let cmd = enc.finish();

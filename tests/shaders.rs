@@ -59,11 +59,21 @@ fn every_shader_variant_validates_with_its_capabilities() {
         let caps = capabilities_for(&defs);
         let src = shaders::source(name, &defs);
         match validate(&src, caps) {
-            Ok(()) => eprintln!("ok   shaders/{name} {defs:?} (subgroups: {}, int16: {})", caps.contains(Capabilities::SUBGROUP), caps.contains(Capabilities::SHADER_INT16)),
+            Ok(()) => eprintln!(
+                "ok   shaders/{name} {defs:?} (subgroups: {}, int16: {})",
+                caps.contains(Capabilities::SUBGROUP),
+                caps.contains(Capabilities::SHADER_INT16)
+            ),
             Err(e) => failures.push(format!("shaders/{name} with {defs:?} and {caps:?}:\n{e}")),
         }
     }
-    assert!(failures.is_empty(), "{} of {} shader variants failed naga validation:\n{}", failures.len(), vs.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} shader variants failed naga validation:\n{}",
+        failures.len(),
+        vs.len(),
+        failures.join("\n\n")
+    );
 }
 
 /// The codec shaders really have the variants the kernels build (so a renamed define cannot turn the
@@ -79,7 +89,10 @@ fn codec_shaders_have_subgroup_and_width_variants() {
         }
     }
     let vs = variants();
-    assert!(vs.iter().any(|(n, d)| *n == "compress.wgsl" && d.is_empty()), "the portable 16-bit compress variant is missing");
+    assert!(
+        vs.iter().any(|(n, d)| *n == "compress.wgsl" && d.is_empty()),
+        "the portable 16-bit compress variant is missing"
+    );
     assert!(vs.iter().all(|(n, _)| !n.starts_with("lib/")));
     assert!(vs.len() >= 8, "only {} variants found", vs.len());
 }
@@ -94,12 +107,18 @@ fn subgroup_variants_fail_without_subgroup_capability() {
             let src = shaders::source(name, &defs);
             validate(&src, Capabilities::all()).unwrap_or_else(|e| panic!("shaders/{name} {defs:?}: {e}"));
             let caps = Capabilities::all() - subgroup_caps();
-            assert!(validate(&src, caps).is_err(), "shaders/{name} {defs:?} validated without subgroup capabilities: does it use subgroups at all?");
+            assert!(
+                validate(&src, caps).is_err(),
+                "shaders/{name} {defs:?} validated without subgroup capabilities: does it use subgroups at all?"
+            );
         }
     }
     for defs in [vec!["STAGE16"], vec!["STAGE16", "BITS8", "SUBGROUP"]] {
         let src = shaders::source("compress.wgsl", &defs);
-        assert!(validate(&src, Capabilities::all() - Capabilities::SHADER_INT16).is_err(), "compress.wgsl {defs:?} validated without SHADER_INT16");
+        assert!(
+            validate(&src, Capabilities::all() - Capabilities::SHADER_INT16).is_err(),
+            "compress.wgsl {defs:?} validated without SHADER_INT16"
+        );
     }
 }
 
@@ -110,7 +129,10 @@ fn int16_use_fails_without_int16_capability() {
     let src = "enable wgpu_int16;\n@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n\
                @compute @workgroup_size(1) fn main() { let x: u16 = u16(b[0]); b[0] = u32(x); }\n";
     validate(src, Capabilities::all()).expect("the u16 probe must validate with every capability");
-    assert!(validate(src, Capabilities::all() - Capabilities::SHADER_INT16).is_err(), "naga accepted u16 without SHADER_INT16");
+    assert!(
+        validate(src, Capabilities::all() - Capabilities::SHADER_INT16).is_err(),
+        "naga accepted u16 without SHADER_INT16"
+    );
     assert_eq!(capabilities_for(&[]) & Capabilities::SHADER_INT16, Capabilities::empty());
     assert!(capabilities_for(&["STAGE16"]).contains(Capabilities::SHADER_INT16));
 }

@@ -68,7 +68,15 @@ impl Policy {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { json: false, device: None, policies: vec![Policy::Checked, Policy::Unchecked], filter: None, spin_limit: 64, constants: Vec::new(), compile_only: false };
+    let mut a = Args {
+        json: false,
+        device: None,
+        policies: vec![Policy::Checked, Policy::Unchecked],
+        filter: None,
+        spin_limit: 64,
+        constants: Vec::new(),
+        compile_only: false,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = |what: &str| it.next().ok_or_else(|| format!("{arg} needs {what}"));
@@ -116,7 +124,12 @@ fn jobs(spin_limit: u32) -> Vec<Job> {
                     for &stage16 in stagings {
                         let defines = Variant { compress, bits8, arena, fused, fp8: false, stage16 }.defines(path);
                         if compress {
-                            jobs.push(Job { file: "compress.wgsl", entry: "compress", defines: defines.clone(), constants: vec![("SPIN_LIMIT".to_string(), spin_limit as f64)] });
+                            jobs.push(Job {
+                                file: "compress.wgsl",
+                                entry: "compress",
+                                defines: defines.clone(),
+                                constants: vec![("SPIN_LIMIT".to_string(), spin_limit as f64)],
+                            });
                             jobs.push(Job { file: "compress.wgsl", entry: "finish", defines, constants: vec![] });
                         } else {
                             jobs.push(Job { file: "decompress.wgsl", entry: "decompress", defines, constants: vec![] });
@@ -162,8 +175,13 @@ fn compile(job: &Job, policy: Policy, caps: &DeviceCaps) -> Result<Compiled, Str
     for (k, v) in &job.constants {
         constants.insert(k.to_string(), *v);
     }
-    let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, Some((naga::ShaderStage::Compute, job.entry)), &constants)
-        .map_err(|e| format!("overrides: {e}"))?;
+    let (module, info) = naga::back::pipeline_constants::process_overrides(
+        &module,
+        &info,
+        Some((naga::ShaderStage::Compute, job.entry)),
+        &constants,
+    )
+    .map_err(|e| format!("overrides: {e}"))?;
 
     let ep_index = module
         .entry_points
@@ -177,7 +195,11 @@ fn compile(job: &Job, policy: Policy, caps: &DeviceCaps) -> Result<Compiled, Str
         match var.space {
             naga::AddressSpace::Storage { .. } | naga::AddressSpace::Uniform => {
                 if let Some(rb) = &var.binding {
-                    let ty = if var.space == naga::AddressSpace::Uniform { vk::DescriptorType::UNIFORM_BUFFER } else { vk::DescriptorType::STORAGE_BUFFER };
+                    let ty = if var.space == naga::AddressSpace::Uniform {
+                        vk::DescriptorType::UNIFORM_BUFFER
+                    } else {
+                        vk::DescriptorType::STORAGE_BUFFER
+                    };
                     bindings.push((rb.group, rb.binding, ty));
                 }
             }
@@ -191,7 +213,11 @@ fn compile(job: &Job, policy: Policy, caps: &DeviceCaps) -> Result<Compiled, Str
     let bounds = match policy {
         Policy::Checked => naga::proc::BoundsCheckPolicies {
             index: naga::proc::BoundsCheckPolicy::Restrict,
-            buffer: if caps.robust_buffer_access2 { naga::proc::BoundsCheckPolicy::Unchecked } else { naga::proc::BoundsCheckPolicy::Restrict },
+            buffer: if caps.robust_buffer_access2 {
+                naga::proc::BoundsCheckPolicy::Unchecked
+            } else {
+                naga::proc::BoundsCheckPolicy::Restrict
+            },
             image_load: naga::proc::BoundsCheckPolicy::Restrict,
             binding_array: naga::proc::BoundsCheckPolicy::Unchecked,
         },
@@ -213,7 +239,8 @@ fn compile(job: &Job, policy: Policy, caps: &DeviceCaps) -> Result<Compiled, Str
         emit_int_div_checks: checked,
         ..spv::Options::default()
     };
-    let pipeline_options = spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: job.entry.to_string() };
+    let pipeline_options =
+        spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: job.entry.to_string() };
     let spirv = spv::write_vec(&module, &info, &options, Some(&pipeline_options)).map_err(|e| format!("spv: {e}"))?;
     Ok(Compiled { spirv, bindings, workgroup_size: module.entry_points[ep_index].workgroup_size, workgroup_bytes })
 }
@@ -272,7 +299,9 @@ fn open(device_filter: Option<&str>, compile_only: bool) -> Result<Gpu, String> 
             return Err("the Vulkan loader supports only Vulkan 1.0; 1.1+ is needed".into());
         }
         let app_name = CString::new("bitsparse pipeline_stats").unwrap_or_default();
-        let app = vk::ApplicationInfo::default().application_name(&app_name).api_version(loader_version.min(vk::API_VERSION_1_3));
+        let app = vk::ApplicationInfo::default()
+            .application_name(&app_name)
+            .api_version(loader_version.min(vk::API_VERSION_1_3));
         let instance = entry
             .create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None)
             .map_err(|e| format!("vkCreateInstance failed: {e}"))?;
@@ -292,7 +321,12 @@ fn open(device_filter: Option<&str>, compile_only: bool) -> Result<Gpu, String> 
 
 type Opened = (ash::Device, DeviceCaps, String, u32, String);
 
-unsafe fn open_device(entry: &ash::Entry, instance: &ash::Instance, device_filter: Option<&str>, compile_only: bool) -> Result<Opened, String> {
+unsafe fn open_device(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    device_filter: Option<&str>,
+    compile_only: bool,
+) -> Result<Opened, String> {
     let _ = entry;
     let pds = instance.enumerate_physical_devices().map_err(|e| format!("vkEnumeratePhysicalDevices failed: {e}"))?;
     let mut names = Vec::new();
@@ -312,7 +346,9 @@ unsafe fn open_device(entry: &ash::Entry, instance: &ash::Instance, device_filte
     if props.api_version < vk::API_VERSION_1_1 {
         return Err(format!("{name}: Vulkan 1.1+ is needed (device reports {})", version_string(props.api_version)));
     }
-    let exts = instance.enumerate_device_extension_properties(pd).map_err(|e| format!("vkEnumerateDeviceExtensionProperties failed: {e}"))?;
+    let exts = instance
+        .enumerate_device_extension_properties(pd)
+        .map_err(|e| format!("vkEnumerateDeviceExtensionProperties failed: {e}"))?;
     let pep_name = ash::khr::pipeline_executable_properties::NAME;
     let statistics = has_ext(&exts, pep_name);
     if !statistics && !compile_only {
@@ -394,7 +430,13 @@ unsafe fn open_device(entry: &ash::Entry, instance: &ash::Instance, device_filte
     } else {
         (1, 3)
     };
-    Ok((device, DeviceCaps { spirv_version, robust_buffer_access2: rb2, subgroup_size_control: ssc, statistics }, name, props.api_version, driver))
+    Ok((
+        device,
+        DeviceCaps { spirv_version, robust_buffer_access2: rb2, subgroup_size_control: ssc, statistics },
+        name,
+        props.api_version,
+        driver,
+    ))
 }
 
 fn version_string(v: u32) -> String {
@@ -418,25 +460,44 @@ fn measure(gpu: &Gpu, job: &Job, policy: Policy) -> Result<Value, String> {
                     .bindings
                     .iter()
                     .filter(|b| b.0 == g)
-                    .map(|b| vk::DescriptorSetLayoutBinding::default().binding(b.1).descriptor_type(b.2).descriptor_count(1).stage_flags(vk::ShaderStageFlags::COMPUTE))
+                    .map(|b| {
+                        vk::DescriptorSetLayoutBinding::default()
+                            .binding(b.1)
+                            .descriptor_type(b.2)
+                            .descriptor_count(1)
+                            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+                    })
                     .collect();
                 let sl = d
-                    .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&entries), None)
+                    .create_descriptor_set_layout(
+                        &vk::DescriptorSetLayoutCreateInfo::default().bindings(&entries),
+                        None,
+                    )
                     .map_err(|e| format!("vkCreateDescriptorSetLayout: {e}"))?;
                 set_layouts.push(sl);
             }
             layout = d
                 .create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts), None)
                 .map_err(|e| format!("vkCreatePipelineLayout: {e}"))?;
-            module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&c.spirv), None).map_err(|e| format!("vkCreateShaderModule: {e}"))?;
+            module = d
+                .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&c.spirv), None)
+                .map_err(|e| format!("vkCreateShaderModule: {e}"))?;
             let entry = CString::new(job.entry).map_err(|e| e.to_string())?;
             let mut stage_flags = vk::PipelineShaderStageCreateFlags::empty();
             if gpu.caps.subgroup_size_control {
                 // wgpu sets this whenever Features::SUBGROUP is on.
                 stage_flags |= vk::PipelineShaderStageCreateFlags::ALLOW_VARYING_SUBGROUP_SIZE;
             }
-            let stage = vk::PipelineShaderStageCreateInfo::default().flags(stage_flags).stage(vk::ShaderStageFlags::COMPUTE).module(module).name(&entry);
-            let flags = if gpu.caps.statistics { vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR } else { vk::PipelineCreateFlags::empty() };
+            let stage = vk::PipelineShaderStageCreateInfo::default()
+                .flags(stage_flags)
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(module)
+                .name(&entry);
+            let flags = if gpu.caps.statistics {
+                vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+            } else {
+                vk::PipelineCreateFlags::empty()
+            };
             let info = vk::ComputePipelineCreateInfo::default().flags(flags).stage(stage).layout(layout);
             pipeline = d
                 .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
@@ -455,7 +516,9 @@ fn measure(gpu: &Gpu, job: &Job, policy: Policy) -> Result<Value, String> {
             for (i, ex) in execs.iter().enumerate() {
                 let stats = gpu
                     .pep
-                    .get_pipeline_executable_statistics(&vk::PipelineExecutableInfoKHR::default().pipeline(pipeline).executable_index(i as u32))
+                    .get_pipeline_executable_statistics(
+                        &vk::PipelineExecutableInfoKHR::default().pipeline(pipeline).executable_index(i as u32),
+                    )
                     .map_err(|e| format!("vkGetPipelineExecutableStatisticsKHR: {e}"))?;
                 let list: Vec<Value> = stats
                     .iter()
@@ -596,7 +659,10 @@ fn print_row(job: &Job, row: &Value) {
         println!("{head} ERROR {e}");
         return;
     }
-    let wg = row["workgroup_size"].as_array().map(|a| a.iter().map(fmt_value).collect::<Vec<_>>().join("x")).unwrap_or_default();
+    let wg = row["workgroup_size"]
+        .as_array()
+        .map(|a| a.iter().map(fmt_value).collect::<Vec<_>>().join("x"))
+        .unwrap_or_default();
     let info = format!("wg={wg} wgmem={}B spirv={}w", row["workgroup_memory_bytes"], row["spirv_words"]);
     let execs = row["executables"].as_array().cloned().unwrap_or_default();
     if row["executables"].is_null() {
@@ -607,8 +673,15 @@ fn print_row(job: &Job, row: &Value) {
     for ex in execs {
         let stats: Vec<String> = ex["statistics"]
             .as_array()
-            .map(|a| a.iter().map(|s| format!("{}={}", s["name"].as_str().unwrap_or("?"), fmt_value(&s["value"]))).collect())
+            .map(|a| {
+                a.iter().map(|s| format!("{}={}", s["name"].as_str().unwrap_or("?"), fmt_value(&s["value"]))).collect()
+            })
             .unwrap_or_default();
-        println!("{head} {info} exec={:?} subgroup={} | {}", ex["name"].as_str().unwrap_or(""), ex["subgroup_size"], stats.join("  "));
+        println!(
+            "{head} {info} exec={:?} subgroup={} | {}",
+            ex["name"].as_str().unwrap_or(""),
+            ex["subgroup_size"],
+            stats.join("  ")
+        );
     }
 }

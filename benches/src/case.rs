@@ -4,10 +4,10 @@
 //! Adding an op's rows means writing one constructor in [`make`]'s table (see `fused.rs` for the ops
 //! waiting on `bitsparse::fused`); the runner, the timing, the JSON and the plots need no change.
 
-use bitsparse::{BufferRange, Codec, Compressed};
 use bitsparse::error::{Error, Result};
 use bitsparse::format::{entropy_bound_bits, DType, Layout, Options};
 use bitsparse::host::{self, sync};
+use bitsparse::{BufferRange, Codec, Compressed};
 
 use super::copy::{CopyKernel, PreparedCopy};
 use super::data::Stats;
@@ -146,7 +146,8 @@ impl Case for CopyCase<'_> {
             return Ok(Check::default());
         }
         let back = sync::read_buffer(ctx.device, ctx.queue, &self.dst, 0, ctx.dense_bytes())?;
-        let note = (back != ctx.data).then(|| format!("copy {} {} elements: output differs from input", ctx.dtype, ctx.n()));
+        let note =
+            (back != ctx.data).then(|| format!("copy {} {} elements: output differs from input", ctx.dtype, ctx.n()));
         Ok(Check { note, ..Default::default() })
     }
 }
@@ -248,7 +249,11 @@ impl Case for CompressCase<'_> {
         Ok(())
     }
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
-        let c = self.last.borrow().clone().ok_or_else(|| Error::InvalidArgument("compress case checked before it ran".into()))?;
+        let c = self
+            .last
+            .borrow()
+            .clone()
+            .ok_or_else(|| Error::InvalidArgument("compress case checked before it ran".into()))?;
         let (words, note) = stored_value_words(ctx, &c)?;
         Ok(codec_check(ctx, &self.layout, words, note))
     }
@@ -266,7 +271,8 @@ struct DecompressCase<'a> {
 impl<'a> DecompressCase<'a> {
     fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
         let job = CompressJob::new(ctx, sign_pack)?;
-        let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
+        let mut enc =
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
         let stream = job.record(&mut enc)?;
         sync::submit(ctx.queue, [enc.finish()]);
         let out = gpu::buffer(ctx.device, "bitsparse.bench.decompressed", ctx.dense_bytes())?;

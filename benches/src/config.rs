@@ -5,9 +5,9 @@
 //! elements, ≥ 5 repetitions there). Environment variables (`BITSPARSE_BENCH_*`) fill the fields a
 //! program left empty, so `cargo bench` and `bitsparse bench` can be steered the same way.
 
-use bitsparse::host::context::AdapterChoice;
 use bitsparse::error::{Error, Result};
 use bitsparse::format::DType;
+use bitsparse::host::context::AdapterChoice;
 
 use super::op::Op;
 
@@ -98,7 +98,9 @@ impl BenchConfig {
         }
         if self.densities.is_none() {
             if let Some(s) = var("BITSPARSE_BENCH_DENSITIES") {
-                self.densities = Some(parse_list(&s, "BITSPARSE_BENCH_DENSITIES", |x| x.parse::<f64>().ok().filter(|d| (0.0..=1.0).contains(d)))?);
+                self.densities = Some(parse_list(&s, "BITSPARSE_BENCH_DENSITIES", |x| {
+                    x.parse::<f64>().ok().filter(|d| (0.0..=1.0).contains(d))
+                })?);
             }
         }
         if self.dtypes.is_none() {
@@ -117,13 +119,22 @@ impl BenchConfig {
                     "on" | "1" | "true" => vec![true],
                     "off" | "0" | "false" => vec![false],
                     "both" => vec![false, true],
-                    _ => return Err(Error::InvalidArgument(format!("BITSPARSE_BENCH_SIGN_PACK=`{s}` (expected on, off or both)"))),
+                    _ => {
+                        return Err(Error::InvalidArgument(format!(
+                            "BITSPARSE_BENCH_SIGN_PACK=`{s}` (expected on, off or both)"
+                        )))
+                    }
                 });
             }
         }
         if self.reps.is_none() {
             if let Some(s) = var("BITSPARSE_BENCH_REPS") {
-                self.reps = Some(s.parse().ok().filter(|&r| r > 0).ok_or_else(|| Error::InvalidArgument(format!("BITSPARSE_BENCH_REPS=`{s}`")))?);
+                self.reps = Some(
+                    s.parse()
+                        .ok()
+                        .filter(|&r| r > 0)
+                        .ok_or_else(|| Error::InvalidArgument(format!("BITSPARSE_BENCH_REPS=`{s}`")))?,
+                );
             }
         }
         if var("BITSPARSE_BENCH_NO_VERIFY").is_some_and(|v| is_true(&v)) {
@@ -145,7 +156,10 @@ impl BenchConfig {
         if sizes.contains(&0) {
             return Err(Error::InvalidArgument("benchmark sizes must be positive".into()));
         }
-        let densities = self.densities.clone().unwrap_or_else(|| if self.quick { vec![0.5, 0.176, 0.01] } else { DENSITIES.to_vec() });
+        let densities =
+            self.densities
+                .clone()
+                .unwrap_or_else(|| if self.quick { vec![0.5, 0.176, 0.01] } else { DENSITIES.to_vec() });
         let r = Resolved {
             dtypes: self.dtypes.clone().unwrap_or_else(|| vec![DType::Bf16, DType::E4m3]),
             sign_pack: self.sign_pack.clone().unwrap_or_else(|| vec![false, true]),

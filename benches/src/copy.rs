@@ -66,12 +66,25 @@ impl CopyKernel {
         if max_binding == 0 {
             return Err(Error::Unsupported("storage bindings too small for the copy shader".into()));
         }
-        Ok(CopyKernel { layout, pipeline, fill, read, max_binding, max_wg_dim: limits.max_compute_workgroups_per_dimension.max(1) as u64 })
+        Ok(CopyKernel {
+            layout,
+            pipeline,
+            fill,
+            read,
+            max_binding,
+            max_wg_dim: limits.max_compute_workgroups_per_dimension.max(1) as u64,
+        })
     }
 
     /// Prepares a copy of the first `bytes` bytes (rounded up to 16) of `src` into `dst`; both buffers must
     /// hold the rounded size.
-    pub fn prepare(&self, device: &wgpu::Device, src: &wgpu::Buffer, dst: &wgpu::Buffer, bytes: u64) -> Result<PreparedCopy> {
+    pub fn prepare(
+        &self,
+        device: &wgpu::Device,
+        src: &wgpu::Buffer,
+        dst: &wgpu::Buffer,
+        bytes: u64,
+    ) -> Result<PreparedCopy> {
         let bytes = bytes.div_ceil(16) * 16;
         if bytes > src.size() || bytes > dst.size() {
             return Err(Error::RangeTooSmall { what: "copy buffers", need: bytes, got: src.size().min(dst.size()) });
@@ -90,8 +103,14 @@ impl CopyKernel {
                 label: Some("bitsparse.bench.copy"),
                 layout: &self.layout,
                 entries: &[
-                    wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::Buffer(binding(src, start, len)) },
-                    wgpu::BindGroupEntry { binding: 1, resource: wgpu::BindingResource::Buffer(binding(dst, start, len)) },
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: wgpu::BindingResource::Buffer(binding(src, start, len)),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: wgpu::BindingResource::Buffer(binding(dst, start, len)),
+                    },
                     wgpu::BindGroupEntry { binding: 2, resource: params.as_entire_binding() },
                 ],
             });
@@ -111,7 +130,10 @@ impl CopyKernel {
 
     /// Records the prepared ranges with `traffic`'s entry point (same grid as the copy).
     pub fn record_traffic(&self, encoder: &mut wgpu::CommandEncoder, copy: &PreparedCopy, traffic: Traffic) {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("bitsparse.bench.copy"), timestamp_writes: None });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("bitsparse.bench.copy"),
+            timestamp_writes: None,
+        });
         pass.set_pipeline(match traffic {
             Traffic::Copy => &self.pipeline,
             Traffic::Fill => &self.fill,

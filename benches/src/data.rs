@@ -87,7 +87,11 @@ pub fn pre_activation_bf16(a: &[u8]) -> Vec<u8> {
                 let r = half::bf16::from_bits(bits).to_f32().sqrt();
                 // sqrt of a tiny subnormal can round to zero in BF16: keep the element nonzero.
                 let z = half::bf16::from_f32(r);
-                if z.to_bits() == 0 { half::bf16::from_bits(1) } else { z }
+                if z.to_bits() == 0 {
+                    half::bf16::from_bits(1)
+                } else {
+                    z
+                }
             };
             z.to_bits().to_le_bytes()
         })

@@ -15,12 +15,12 @@
 //! - plain backward: read r and g, write dL/dz.
 
 use bitsparse::arena::{Arena, ArenaConfig, Slot};
-use bitsparse::BufferRange;
 use bitsparse::cpu::act::{self, Activation};
+use bitsparse::dense_act::DenseAct;
 use bitsparse::error::{Error, Result};
 use bitsparse::format::{DType, Layout, Options};
-use bitsparse::dense_act::DenseAct;
 use bitsparse::host::sync;
+use bitsparse::BufferRange;
 
 use super::case::{codec_check, BatchCtx, Case, Check};
 use super::data::pre_activation_bf16;
@@ -87,19 +87,25 @@ fn compare(ctx: &BatchCtx<'_>, what: &str, buf: &wgpu::Buffer, want: &[u8]) -> R
         return Ok(None);
     }
     let got = sync::read_buffer(ctx.device, ctx.queue, buf, 0, want.len() as u64)?;
-    Ok((got != want).then(|| format!("{what} ρ={} n={}: NOT bit-exact against the CPU reference", ctx.density, ctx.n())))
+    Ok((got != want)
+        .then(|| format!("{what} ρ={} n={}: NOT bit-exact against the CPU reference", ctx.density, ctx.n())))
 }
 
 /// The arena slot's stream size as a [`Check`], with a note for a failed slot.
 fn slot_check(ctx: &BatchCtx<'_>, arena: &Arena, slot: &Slot, note: Option<String>) -> Result<Check> {
     let (status, bytes) = arena.read_slot(ctx.queue, slot)?;
     if status != 0 {
-        return Ok(Check { note: Some(format!("arena slot status {status:#x} at ρ={} n={}", ctx.density, ctx.n())), ..Default::default() });
+        return Ok(Check {
+            note: Some(format!("arena slot status {status:#x} at ρ={} n={}", ctx.density, ctx.n())),
+            ..Default::default()
+        });
     }
     let words = (bytes / 4).saturating_sub(slot.layout.values_offset);
     let expected = ctx.stats.value_words(DType::Bf16, slot.layout.options);
     let note = note.or_else(|| {
-        (words != expected).then(|| format!("arena stream of {words} value words, the data need {expected} (ρ={} n={})", ctx.density, ctx.n()))
+        (words != expected).then(|| {
+            format!("arena stream of {words} value words, the data need {expected} (ρ={} n={})", ctx.density, ctx.n())
+        })
     });
     Ok(codec_check(ctx, &slot.layout, words, note))
 }
@@ -112,7 +118,15 @@ pub fn fused_forward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Option<B
     let layout = Layout::new(DType::Bf16, ctx.n(), options)?;
     let bytes = 2 * ctx.dense_bytes() + ctx.stats.mask_and_values_bytes(&layout);
     let a = gpu::buffer(ctx.device, "bitsparse.bench.a", ctx.dense_bytes())?;
-    Ok(Some(Box::new(FusedForward { arena, z: inp.z_buf.clone(), a, n: ctx.n(), options, bytes, last: Default::default() })))
+    Ok(Some(Box::new(FusedForward {
+        arena,
+        z: inp.z_buf.clone(),
+        a,
+        n: ctx.n(),
+        options,
+        bytes,
+        last: Default::default(),
+    })))
 }
 
 struct FusedForward {
@@ -145,12 +159,17 @@ impl Case for FusedForward {
     }
     fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
         let b = self.n * 2;
-        let slot = self.arena.fused_forward(encoder, range(&self.z, b), self.n, ACT, self.options, range(&self.a, b))?;
+        let slot =
+            self.arena.fused_forward(encoder, range(&self.z, b), self.n, ACT, self.options, range(&self.a, b))?;
         *self.last.borrow_mut() = Some(slot);
         Ok(())
     }
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
-        let slot = self.last.borrow().clone().ok_or_else(|| Error::InvalidArgument("fused forward checked before it ran".into()))?;
+        let slot = self
+            .last
+            .borrow()
+            .clone()
+            .ok_or_else(|| Error::InvalidArgument("fused forward checked before it ran".into()))?;
         let note = match inputs(ctx)? {
             Some(inp) => compare(ctx, "fused forward a", &self.a, &act::forward(&inp.z, ACT).1)?,
             None => None,
@@ -166,7 +185,8 @@ pub fn fused_backward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Option<
     let Some(arena) = arena(ctx, options)? else { return Ok(None) };
     let b = ctx.dense_bytes();
     let scratch = gpu::buffer(ctx.device, "bitsparse.bench.a", b)?;
-    let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
+    let mut enc =
+        ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
     arena.reset(&mut enc);
     let slot = arena.fused_forward(&mut enc, range(&inp.z_buf, b), ctx.n(), ACT, options, range(&scratch, b))?;
     sync::submit(ctx.queue, [enc.finish()]);
@@ -214,7 +234,13 @@ impl Case for FusedBackward {
 pub fn plain_forward<'a>(ctx: &BatchCtx<'a>) -> Result<Option<Box<dyn Case + 'a>>> {
     let Some(inp) = inputs(ctx)? else { return Ok(None) };
     let a = gpu::buffer(ctx.device, "bitsparse.bench.a", ctx.dense_bytes())?;
-    Ok(Some(Box::new(Plain { kernels: dense(ctx)?, op: Op::PlainForward, ins: vec![inp.z_buf.clone()], out: a, n: ctx.n() })))
+    Ok(Some(Box::new(Plain {
+        kernels: dense(ctx)?,
+        op: Op::PlainForward,
+        ins: vec![inp.z_buf.clone()],
+        out: a,
+        n: ctx.n(),
+    })))
 }
 
 /// Plain dense backward: (r, g) → dL/dz = 2·r·g.
@@ -255,7 +281,14 @@ impl Case for Plain {
         let b = self.n * 2;
         match self.op {
             Op::PlainForward => self.kernels.forward(encoder, range(&self.ins[0], b), range(&self.out, b), self.n, ACT),
-            _ => self.kernels.backward(encoder, range(&self.ins[0], b), range(&self.ins[1], b), range(&self.out, b), self.n, ACT),
+            _ => self.kernels.backward(
+                encoder,
+                range(&self.ins[0], b),
+                range(&self.ins[1], b),
+                range(&self.out, b),
+                self.n,
+                ACT,
+            ),
         }
     }
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {

@@ -25,7 +25,12 @@ pub fn usage() -> wgpu::BufferUsages {
 pub fn buffer(device: &wgpu::Device, label: &str, used: u64) -> Result<wgpu::Buffer> {
     let size = used.div_ceil(16) * 16 + GUARD;
     check_size(device, label, size)?;
-    Ok(device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: usage(), mapped_at_creation: false }))
+    Ok(device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage: usage(),
+        mapped_at_creation: false,
+    }))
 }
 
 /// A buffer holding `data`, plus the guard (written through a mapping at creation, so a 400 MB
@@ -33,7 +38,12 @@ pub fn buffer(device: &wgpu::Device, label: &str, used: u64) -> Result<wgpu::Buf
 pub fn buffer_with(device: &wgpu::Device, label: &str, data: &[u8]) -> Result<wgpu::Buffer> {
     let size = (data.len() as u64).div_ceil(16) * 16 + GUARD;
     check_size(device, label, size)?;
-    let buf = device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: usage(), mapped_at_creation: true });
+    let buf = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage: usage(),
+        mapped_at_creation: true,
+    });
     if !data.is_empty() {
         let mapped = (data.len() as u64).div_ceil(4) * 4;
         let mut view = buf.slice(..mapped).get_mapped_range_mut().map_err(|e| Error::Wgpu(format!("{e:?}")))?;
@@ -64,10 +74,16 @@ pub fn fence(encoder: &mut wgpu::CommandEncoder, buffers: &[&wgpu::Buffer]) {
 /// Brings the clocks up before timing: a GPU idles at a fraction of its clock and takes a while to
 /// ramp. Submits what `record` records and waits for it, again and again, for `seconds` (not at all
 /// for 0).
-pub fn spin_up(device: &wgpu::Device, queue: &wgpu::Queue, seconds: f64, mut record: impl FnMut(&mut wgpu::CommandEncoder) -> Result<()>) -> Result<()> {
+pub fn spin_up(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    seconds: f64,
+    mut record: impl FnMut(&mut wgpu::CommandEncoder) -> Result<()>,
+) -> Result<()> {
     let start = Instant::now();
     while start.elapsed().as_secs_f64() < seconds {
-        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.spin_up") });
+        let mut enc =
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.spin_up") });
         record(&mut enc)?;
         sync::submit(queue, [enc.finish()]);
         sync::wait_idle(device)?;

@@ -24,8 +24,15 @@ pub enum Op {
 
 impl Op {
     /// Every op, in report order.
-    pub const ALL: [Op; 7] =
-        [Op::Copy, Op::Compress, Op::Decompress, Op::FusedForward, Op::FusedBackward, Op::PlainForward, Op::PlainBackward];
+    pub const ALL: [Op; 7] = [
+        Op::Copy,
+        Op::Compress,
+        Op::Decompress,
+        Op::FusedForward,
+        Op::FusedBackward,
+        Op::PlainForward,
+        Op::PlainBackward,
+    ];
 
     /// The name used in JSON and on the command line.
     pub fn name(self) -> &'static str {

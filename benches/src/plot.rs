@@ -131,7 +131,8 @@ fn draw_legend(area: &Area<'_>, data: &[Series]) -> Result<()> {
         let y = 60 + 22 * i as i32;
         let style = s.color.stroke_width(if s.thin { 1 } else { 2 });
         if s.dashed {
-            area.draw(&plotters::element::DashedPathElement::new(vec![(8, y), (44, y)], 6, 4, style)).map_err(plot_err)?;
+            area.draw(&plotters::element::DashedPathElement::new(vec![(8, y), (44, y)], 6, 4, style))
+                .map_err(plot_err)?;
         } else {
             area.draw(&PathElement::new(vec![(8, y), (44, y)], style)).map_err(plot_err)?;
         }
@@ -178,7 +179,8 @@ pub fn throughput_svg(report: &BenchReport) -> Result<String> {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         let (left, right) = root.split_horizontally(SIZE.0 - LEGEND_W);
-        let caption = format!("{} ({}): throughput at {n} ({}) elements", report.adapter.name, report.adapter.backend, human(n));
+        let caption =
+            format!("{} ({}): throughput at {n} ({}) elements", report.adapter.name, report.adapter.backend, human(n));
         let mut chart = ChartBuilder::on(&left)
             .caption(caption, ("sans-serif", 18))
             .margin(12)
@@ -232,16 +234,25 @@ pub fn ratio_svg(report: &BenchReport) -> Result<String> {
         let label = format!("entropy bound {dt}{}", if *sp { " sign-packed" } else { "" });
         data.push(Series { label, pts, color: pair_color(dt, *sp), dashed: true, thin: true, markers: false });
     }
-    let (ymin, ymax) = data.iter().flat_map(|s| s.pts.iter().map(|q| q.1)).fold((f64::INFINITY, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
+    let (ymin, ymax) = data
+        .iter()
+        .flat_map(|s| s.pts.iter().map(|q| q.1))
+        .fold((f64::INFINITY, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         let (left, right) = root.split_horizontally(SIZE.0 - LEGEND_W);
-        let caption = format!("{} ({}): compression ratio at {n} ({}) elements", report.adapter.name, report.adapter.backend, human(n));
+        let caption = format!(
+            "{} ({}): compression ratio at {n} ({}) elements",
+            report.adapter.name,
+            report.adapter.backend,
+            human(n)
+        );
         let (lo, hi) = (ymin * 0.8, ymax * 1.25);
         let ticks = [1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0, 200.0];
-        let y_axis = (lo..hi).log_scale().with_key_points(ticks.into_iter().filter(|t| (lo..=hi).contains(t)).collect());
+        let y_axis =
+            (lo..hi).log_scale().with_key_points(ticks.into_iter().filter(|t| (lo..=hi).contains(t)).collect());
         let mut chart = ChartBuilder::on(&left)
             .caption(caption, ("sans-serif", 18))
             .margin(12)

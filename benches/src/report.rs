@@ -81,7 +81,11 @@ impl BenchReport {
         let mut s = String::new();
         let a = &self.adapter;
         let _ = writeln!(s, "# bitsparse benchmark: {} ({}, {})\n", a.name, a.backend, a.driver);
-        let _ = writeln!(s, "Copy shader: **{} GB/s** (median of the copy runs interleaved with the kernels, largest size).\n", sig(self.copy_gbps, 4));
+        let _ = writeln!(
+            s,
+            "Copy shader: **{} GB/s** (median of the copy runs interleaved with the kernels, largest size).\n",
+            sig(self.copy_gbps, 4)
+        );
         for c in &self.context {
             let _ = writeln!(s, "- {c}");
         }
@@ -98,7 +102,10 @@ impl BenchReport {
         sizes.dedup();
         for n in sizes.iter().rev() {
             let _ = writeln!(s, "## {} elements ({})\n", n, human(*n));
-            let _ = writeln!(s, "| op | dtype | sign pack | density | measured | reps | ms | GB/s | × copy | ratio | bound |");
+            let _ = writeln!(
+                s,
+                "| op | dtype | sign pack | density | measured | reps | ms | GB/s | × copy | ratio | bound |"
+            );
             let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
             let mut rows: Vec<&Row> = self.rows.iter().filter(|r| r.elements == *n).collect();
             rows.sort_by(|x, y| {
@@ -228,7 +235,11 @@ mod tests {
 
     #[test]
     fn slug_is_file_safe() {
-        let a = AdapterReport { name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(), backend: "vulkan".into(), driver: "x".into() };
+        let a = AdapterReport {
+            name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            backend: "vulkan".into(),
+            driver: "x".into(),
+        };
         assert_eq!(adapter_slug(&a), "llvmpipe-llvm-15-0-6-256-bits-vulkan");
         let h = AdapterReport { name: "NVIDIA H200".into(), backend: "vulkan".into(), driver: "y".into() };
         assert_eq!(adapter_slug(&h), "nvidia-h200-vulkan");

@@ -36,7 +36,8 @@ pub fn measure(device: &wgpu::Device, queue: &wgpu::Queue, bytes: u64, reps: u32
     let src = gpu::buffer(device, "bitsparse.roofline.src", bytes)?;
     let dst = gpu::buffer(device, "bitsparse.roofline.dst", bytes)?;
     let prepared = kernel.prepare(device, &src, &dst, bytes)?;
-    let encoder = || device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.roofline") });
+    let encoder =
+        || device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.roofline") });
     gpu::spin_up(device, queue, spin_up_s, |enc| {
         kernel.record(enc, &prepared);
         Ok(())
@@ -69,5 +70,11 @@ pub fn measure(device: &wgpu::Device, queue: &wgpu::Queue, bytes: u64, reps: u32
         moved / (median(&ms) * 1e-3) / 1e9
     };
     let b = prepared.bytes as f64;
-    Ok(Roofline { bytes: prepared.bytes, reps, copy_gbps: rate(Traffic::Copy, 2.0 * b), fill_gbps: rate(Traffic::Fill, b), read_gbps: rate(Traffic::Read, b) })
+    Ok(Roofline {
+        bytes: prepared.bytes,
+        reps,
+        copy_gbps: rate(Traffic::Copy, 2.0 * b),
+        fill_gbps: rate(Traffic::Fill, b),
+        read_gbps: rate(Traffic::Read, b),
+    })
 }

@@ -2,14 +2,13 @@
 //! copy shader are timed interleaved, repetition after repetition, so each op is compared with a copy
 //! measured under the same conditions (clocks, temperature, neighbours).
 
-
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use bitsparse::Codec;
-use bitsparse::host::context::{backend_name, GpuContext};
 use bitsparse::error::{Error, Result};
 use bitsparse::format::{DType, Layout, Options};
+use bitsparse::host::context::{backend_name, GpuContext};
 use bitsparse::host::sync;
+use bitsparse::Codec;
 
 use super::case::{self, BatchCtx, Case};
 use super::config::{BenchConfig, Resolved};
@@ -23,7 +22,8 @@ use super::timer::{median, span_ms, StampMode, Timer};
 /// Whether an adapter is a CPU rasteriser (lavapipe, llvmpipe, SwiftShader): those get the reduced sweep.
 pub fn is_cpu_adapter(info: &wgpu::AdapterInfo) -> bool {
     let name = info.name.to_ascii_lowercase();
-    info.device_type == wgpu::DeviceType::Cpu || ["llvmpipe", "lavapipe", "swiftshader"].iter().any(|s| name.contains(s))
+    info.device_type == wgpu::DeviceType::Cpu
+        || ["llvmpipe", "lavapipe", "swiftshader"].iter().any(|s| name.contains(s))
 }
 
 /// The adapter as the report names it.
@@ -47,7 +47,13 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
     let copy = CopyKernel::new(&gpu.device)?;
     let dense = std::cell::OnceCell::new();
     let limits = gpu.device.limits();
-    let mut report = BenchReport { adapter: adapter_report(&gpu.info), copy_gbps: f64::NAN, rows: Vec::new(), notes: Vec::new(), context: Vec::new() };
+    let mut report = BenchReport {
+        adapter: adapter_report(&gpu.info),
+        copy_gbps: f64::NAN,
+        rows: Vec::new(),
+        notes: Vec::new(),
+        context: Vec::new(),
+    };
     report.context = vec![
         format!("codec path: {}", codec.path().name()),
         format!(
@@ -233,11 +239,16 @@ fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: O
             copy_gbps = g;
         }
     }
-    let mut out = BatchOut { rows: Vec::new(), notes: Vec::new(), copy_gbps_samples: times[0].iter().map(|&ms| gbps(copy_bytes, ms)).collect() };
+    let mut out = BatchOut {
+        rows: Vec::new(),
+        notes: Vec::new(),
+        copy_gbps_samples: times[0].iter().map(|&ms| gbps(copy_bytes, ms)).collect(),
+    };
     let reference = best_copy.unwrap_or(0.0).max(copy_gbps);
     if copies.iter().any(|&g| disturbed(g, reference)) {
         let list: Vec<String> = copies.iter().map(|g| format!("{g:.0}")).collect();
-        let still = if disturbed(copy_gbps, reference) { "; still below: compare its copy_fraction, not its ms" } else { "" };
+        let still =
+            if disturbed(copy_gbps, reference) { "; still below: compare its copy_fraction, not its ms" } else { "" };
         out.notes.push(format!(
             "{} ρ={} n={}: timed {} times (copy {} GB/s against this run's best {reference:.0}), kept the attempt with the fastest copy{still}",
             ctx.dtype,
@@ -277,7 +288,12 @@ fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: O
 
 /// Spin-up, warm-up, then `reps` timed rounds of every case, each case fenced off from its neighbours.
 /// Returns the milliseconds of each case, one per repetition.
-fn time_cases(ctx: &BatchCtx<'_>, cases: &[Box<dyn Case + '_>], sweep: &Resolved, mode: StampMode) -> Result<Vec<Vec<f64>>> {
+fn time_cases(
+    ctx: &BatchCtx<'_>,
+    cases: &[Box<dyn Case + '_>],
+    sweep: &Resolved,
+    mode: StampMode,
+) -> Result<Vec<Vec<f64>>> {
     let (device, queue) = (ctx.device, ctx.queue);
     let mut fenced: Vec<&wgpu::Buffer> = vec![ctx.input];
     for c in cases {
@@ -306,7 +322,10 @@ fn time_cases(ctx: &BatchCtx<'_>, cases: &[Box<dyn Case + '_>], sweep: &Resolved
     let per_round = 2 * cases.len() as u32;
     let rounds_per_timer = (wgpu::QUERY_SET_MAX_QUERIES / per_round).max(1);
     if per_round > wgpu::QUERY_SET_MAX_QUERIES {
-        return Err(Error::InvalidArgument(format!("{} cases in one batch are more than one query set holds", cases.len())));
+        return Err(Error::InvalidArgument(format!(
+            "{} cases in one batch are more than one query set holds",
+            cases.len()
+        )));
     }
     let mut times = vec![Vec::with_capacity(sweep.reps as usize); cases.len()];
     let mut done = 0;

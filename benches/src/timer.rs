@@ -29,7 +29,9 @@ impl StampMode {
         } else if f.contains(wgpu::Features::TIMESTAMP_QUERY) {
             Ok(StampMode::EmptyPass)
         } else {
-            Err(Error::Unsupported("the adapter has no timestamp queries (Features::TIMESTAMP_QUERY): GPU times cannot be measured".into()))
+            Err(Error::Unsupported(
+                "the adapter has no timestamp queries (Features::TIMESTAMP_QUERY): GPU times cannot be measured".into(),
+            ))
         }
     }
 }
@@ -98,7 +100,8 @@ impl Timer {
         if self.next == 0 {
             return Ok(Vec::new());
         }
-        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.resolve") });
+        let mut enc =
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.resolve") });
         enc.resolve_query_set(&self.set, 0..self.next, &self.resolve, 0);
         sync::submit(queue, [enc.finish()]);
         let bytes = sync::read_buffer(device, queue, &self.resolve, 0, self.next as u64 * wgpu::QUERY_SIZE as u64)?;

@@ -2,14 +2,17 @@
 //! fields of CONVENTIONS.md with sane values, the outputs are written, and a device without timestamp
 //! queries is refused with `Error::Unsupported`; the roofline kernels (fill, read, copy) run.
 
-use bitsparse_bench::{self as bench, BenchConfig, Op};
 use bitsparse::host::context::{self, AdapterChoice, GpuContext};
+use bitsparse_bench::{self as bench, BenchConfig, Op};
 
 /// lavapipe on Vulkan, or `None` (a failure under `CI=true`, where the backend must be there).
 fn lavapipe() -> Option<wgpu::Adapter> {
     let found = context::enumerate(wgpu::Backends::VULKAN).into_iter().find(|a| bench::is_cpu_adapter(&a.get_info()));
     if found.is_none() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but no lavapipe Vulkan adapter: install mesa-vulkan-drivers");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but no lavapipe Vulkan adapter: install mesa-vulkan-drivers"
+        );
         eprintln!("skipping: no lavapipe Vulkan adapter");
     }
     found
@@ -51,7 +54,17 @@ fn bench_quick_sweep_json_is_sane() {
     assert_eq!(count(Op::PlainBackward), 6);
     // The fused forward stores what compress stores for the same support: the same ratio.
     for f in report.rows.iter().filter(|r| r.op == Op::FusedForward) {
-        let c = report.rows.iter().find(|r| r.op == Op::Compress && r.dtype == "bf16" && r.sign_pack == f.sign_pack && r.density == f.density && r.elements == f.elements).unwrap();
+        let c = report
+            .rows
+            .iter()
+            .find(|r| {
+                r.op == Op::Compress
+                    && r.dtype == "bf16"
+                    && r.sign_pack == f.sign_pack
+                    && r.density == f.density
+                    && r.elements == f.elements
+            })
+            .unwrap();
         assert_eq!(f.ratio, c.ratio, "{f:?}");
     }
     for r in &report.rows {
@@ -80,7 +93,16 @@ fn bench_quick_sweep_json_is_sane() {
     }
     // Sign packing stores fewer bits per value: a better ratio at the same data.
     let ratio = |sp: bool| {
-        report.rows.iter().find(|r| r.op == Op::Compress && r.dtype == "bf16" && r.density == 0.5 && r.sign_pack == sp && r.elements == 1 << 18)
+        report
+            .rows
+            .iter()
+            .find(|r| {
+                r.op == Op::Compress
+                    && r.dtype == "bf16"
+                    && r.density == 0.5
+                    && r.sign_pack == sp
+                    && r.elements == 1 << 18
+            })
             .and_then(|r| r.ratio)
             .unwrap()
     };
@@ -96,7 +118,18 @@ fn bench_quick_sweep_json_is_sane() {
     }
     let row = &v["rows"][0];
     for k in [
-        "op", "dtype", "sign_pack", "density", "measured_density", "elements", "reps", "ms", "gbps", "copy_fraction", "ratio", "bound_fraction",
+        "op",
+        "dtype",
+        "sign_pack",
+        "density",
+        "measured_density",
+        "elements",
+        "reps",
+        "ms",
+        "gbps",
+        "copy_fraction",
+        "ratio",
+        "bound_fraction",
     ] {
         assert!(row.get(k).is_some(), "missing row field {k}");
     }
@@ -115,7 +148,9 @@ fn bench_quick_sweep_json_is_sane() {
 #[test]
 fn bench_without_timestamps_is_unsupported() {
     let Some(adapter) = lavapipe() else { return };
-    let ts = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+    let ts = wgpu::Features::TIMESTAMP_QUERY
+        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
+        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
     let gpu = GpuContext::from_adapter(adapter, ts).unwrap();
     match bench::run_on(&gpu, &quick()) {
         Err(bitsparse::Error::Unsupported(msg)) => assert!(msg.contains("timestamp"), "{msg}"),

@@ -13,9 +13,9 @@
 
 use std::path::{Path, PathBuf};
 
-use bitsparse_files::{self as files, stats, Elem, ParsedFile, Tensor};
 use bitsparse::format::entropy_bound_bits;
 use bitsparse::{DType, Options};
+use bitsparse_files::{self as files, stats, Elem, ParsedFile, Tensor};
 use serde_json::{json, Value};
 
 use super::codec_cmds::DTypeArg;
@@ -86,7 +86,8 @@ fn analyse(engine: &Engine, path: &Path, t: &Tensor, data: &[u8]) -> Result<Opti
     let what = format!("tensor `{}`", t.name);
     let plain = engine.compress(data, dtype, Options::default()).map_err(|e| CliError::tensor(path, &what, e))?;
     let packed = if st.negatives == 0 {
-        Some(engine.compress(data, dtype, Options::SIGN_PACK).map_err(|e| CliError::tensor(path, &what, e))?.len() as u64)
+        Some(engine.compress(data, dtype, Options::SIGN_PACK).map_err(|e| CliError::tensor(path, &what, e))?.len()
+            as u64)
     } else {
         None
     };
@@ -177,7 +178,13 @@ fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
     x.map_or("-".to_string(), f)
 }
 
-fn table(path: &Path, kind: files::Kind, engine: Option<&Engine>, done: &[(&Tensor, Analysis)], skipped: &[(&Tensor, String)]) -> String {
+fn table(
+    path: &Path,
+    kind: files::Kind,
+    engine: Option<&Engine>,
+    done: &[(&Tensor, Analysis)],
+    skipped: &[(&Tensor, String)],
+) -> String {
     let mut out = format!(
         "{}: {} file, {} tensor(s) analysed, {} skipped\n",
         path.display(),
@@ -190,7 +197,8 @@ fn table(path: &Path, kind: files::Kind, engine: Option<&Engine>, done: &[(&Tens
     }
     out.push('\n');
     let mut rows = vec![[
-        "tensor", "dtype", "shape", "elements", "density", "neg", "bytes", "ratio", "bound%", "bytes±", "ratio±", "bound%±",
+        "tensor", "dtype", "shape", "elements", "density", "neg", "bytes", "ratio", "bound%", "bytes±", "ratio±",
+        "bound%±",
     ]
     .map(String::from)
     .to_vec()];
@@ -211,7 +219,8 @@ fn table(path: &Path, kind: files::Kind, engine: Option<&Engine>, done: &[(&Tens
             opt(an.packed_bytes.and_then(|p| an.fraction(true, p)), |f| format!("{:.1}", f * 100.0)),
         ]);
     }
-    let widths: Vec<usize> = (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> =
+        (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     for row in &rows {
         // Names and dtypes left-aligned, numbers right-aligned.
         let cells: Vec<String> = row
@@ -246,7 +255,13 @@ fn table(path: &Path, kind: files::Kind, engine: Option<&Engine>, done: &[(&Tens
     if !skipped.is_empty() {
         out += "\nskipped:\n";
         for (t, why) in skipped {
-            out += &format!("  {} ({} {}, {} bytes): {why}\n", t.name, t.dtype_name, files::shape_string(&t.shape), t.range.len());
+            out += &format!(
+                "  {} ({} {}, {} bytes): {why}\n",
+                t.name,
+                t.dtype_name,
+                files::shape_string(&t.shape),
+                t.range.len()
+            );
         }
     }
     out.trim_end().to_string()

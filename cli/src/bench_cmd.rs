@@ -31,7 +31,8 @@ pub struct Args {
 }
 
 pub fn run(g: &Globals, a: &Args) -> Result<(), CliError> {
-    let mut config = BenchConfig { adapter: g.choice.clone(), quick: a.quick, progress: !a.no_progress, ..BenchConfig::new() };
+    let mut config =
+        BenchConfig { adapter: g.choice.clone(), quick: a.quick, progress: !a.no_progress, ..BenchConfig::new() };
     if a.no_verify {
         config.verify = false;
     }
@@ -42,7 +43,8 @@ pub fn run(g: &Globals, a: &Args) -> Result<(), CliError> {
     }
     let report = bench::run(&config).map_err(|e| CliError::plain(format!("bench: {e}")))?;
     let dir = a.out.clone().unwrap_or_else(|| bench::default_out_dir(&report.adapter));
-    let written = bench::write_outputs(&report, &dir, "").map_err(|e| CliError::file(&dir, format!("cannot write: {e}")))?;
+    let written =
+        bench::write_outputs(&report, &dir, "").map_err(|e| CliError::file(&dir, format!("cannot write: {e}")))?;
     for n in &report.notes {
         eprintln!("note: {n}");
     }

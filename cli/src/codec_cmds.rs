@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use bitsparse_files::container::{Container, Record, RecordKind};
 use bitsparse::format::entropy_bound_bits;
 use bitsparse::{DType, Error, Options};
+use bitsparse_files::container::{Container, Record, RecordKind};
 
 use super::engine::Engine;
 use super::io::{self, Output};
@@ -106,7 +106,9 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
         return super::file_cmds::compress(g, kind, &a.input, data, &a.output, given, a.sign_pack, a.verify, a.json);
     }
     let Some(dtype) = given else {
-        super::file_cmds::usage_error("--dtype is required for a raw element file (.safetensors and .npy files need none)")
+        super::file_cmds::usage_error(
+            "--dtype is required for a raw element file (.safetensors and .npy files need none)",
+        )
     };
     let options = Options { sign_pack: a.sign_pack };
     // Checked before opening a device: bad input should not wait for (or be masked by) the adapter.
@@ -122,9 +124,9 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::file(&a.input, describe_error(&e)))?;
     let secs = t0.elapsed().as_secs_f64();
     if a.verify {
-        let back = container.decode(|s| engine.decompress(s)).map_err(|e| {
-            CliError::file(&a.input, format!("verification failed: {}", describe_error(&e)))
-        })?;
+        let back = container
+            .decode(|s| engine.decompress(s))
+            .map_err(|e| CliError::file(&a.input, format!("verification failed: {}", describe_error(&e))))?;
         if back != data {
             return Err(CliError::file(&a.input, "verification failed: the decompressed bytes differ from the input"));
         }
@@ -161,14 +163,17 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
     }
     let bound = bound_fraction.map_or(String::new(), |f| format!(", {:.1}% of the entropy bound", f * 100.0));
     let dens = density.map_or("no elements".to_string(), |d| format!("density {d:.4}"));
-    print_summary(to_stdout, &format!(
-        "{} -> {}: {n} {dtype} elements ({dens}), {} -> {stored} bytes, ratio {ratio:.3}{bound}{}; {}",
-        a.input.display(),
-        a.output.display(),
-        data.len(),
-        if a.verify { ", verified" } else { "" },
-        engine.describe(),
-    ))
+    print_summary(
+        to_stdout,
+        &format!(
+            "{} -> {}: {n} {dtype} elements ({dens}), {} -> {stored} bytes, ratio {ratio:.3}{bound}{}; {}",
+            a.input.display(),
+            a.output.display(),
+            data.len(),
+            if a.verify { ", verified" } else { "" },
+            engine.describe(),
+        ),
+    )
 }
 
 pub fn decompress(g: &Globals, a: &DecompressArgs) -> Result<(), CliError> {
@@ -213,14 +218,17 @@ pub fn decompress(g: &Globals, a: &DecompressArgs) -> Result<(), CliError> {
             "adapter": engine.as_ref().map(|e| e.describe_json()),
         }));
     }
-    print_summary(to_stdout, &format!(
-        "{} -> {}: {} bytes restored from {} record(s), {tensors} tensor(s){}",
-        a.input.display(),
-        a.output.display(),
-        container.original_len(),
-        container.records.len(),
-        engine.as_ref().map_or(String::new(), |e| format!("; {}", e.describe())),
-    ))
+    print_summary(
+        to_stdout,
+        &format!(
+            "{} -> {}: {} bytes restored from {} record(s), {tensors} tensor(s){}",
+            a.input.display(),
+            a.output.display(),
+            container.original_len(),
+            container.records.len(),
+            engine.as_ref().map_or(String::new(), |e| format!("; {}", e.describe())),
+        ),
+    )
 }
 
 /// `record 0 (tensor `x`)`: the record index always, so a message locates the data in the container.

@@ -2,7 +2,7 @@
 //! stream is made on the GPU or by the CPU reference.
 
 use bitsparse::host::context::{backend_name, AdapterChoice, GpuContext};
-use bitsparse::{Codec, DType, Options, CodecPath, Result};
+use bitsparse::{Codec, CodecPath, DType, Options, Result};
 
 /// An opened adapter, its codec (pipelines built once) and what the commands report about it.
 pub struct Engine {

@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use bitsparse_files::{self as files, pack, Kind, ParsedFile};
 use bitsparse::{DType, Options};
+use bitsparse_files::{self as files, pack, Kind, ParsedFile};
 
 use super::engine::Engine;
 use super::io::Output;
@@ -89,10 +89,12 @@ pub fn compress(
             .records
             .iter()
             .filter_map(|r| match r.kind {
-                bitsparse_files::container::RecordKind::Tensor { dtype, elements, sign_pack } => Some(serde_json::json!({
-                    "name": r.name, "dtype": dtype.name(), "elements": elements, "sign_pack": sign_pack,
-                    "original_bytes": r.original_len, "stored_bytes": r.stored.len(),
-                })),
+                bitsparse_files::container::RecordKind::Tensor { dtype, elements, sign_pack } => {
+                    Some(serde_json::json!({
+                        "name": r.name, "dtype": dtype.name(), "elements": elements, "sign_pack": sign_pack,
+                        "original_bytes": r.original_len, "stored_bytes": r.stored.len(),
+                    }))
+                }
                 _ => None,
             })
             .collect();
@@ -111,7 +113,9 @@ pub fn compress(
             "adapter": engine.as_ref().map(|e| e.describe_json()),
         }));
     }
-    print_summary(to_stdout, &format!(
+    print_summary(
+        to_stdout,
+        &format!(
         "{} -> {}: {} file, {} tensor(s) compressed, {} stored verbatim, {} -> {stored} bytes, ratio {ratio:.3}{}{}",
         input.display(),
         output.display(),
@@ -121,5 +125,6 @@ pub fn compress(
         bytes.len(),
         if verify { ", verified" } else { "" },
         engine.as_ref().map_or(String::new(), |e| format!("; {}", e.describe())),
-    ))
+    ),
+    )
 }

@@ -128,7 +128,8 @@ fn matrix(results: &[AdapterResult]) -> String {
             rows.push(row);
         }
     }
-    let widths: Vec<usize> = (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> =
+        (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in &rows {
         let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
@@ -143,7 +144,12 @@ fn matrix(results: &[AdapterResult]) -> String {
             out += &format!("{} ({}): FAILED {}: {}\n", r.name, r.backend, f.case, f.message);
         }
         if r.failures.len() > 20 {
-            out += &format!("{} ({}): … and {} more failures (--json lists them all)\n", r.name, r.backend, r.failures.len() - 20);
+            out += &format!(
+                "{} ({}): … and {} more failures (--json lists them all)\n",
+                r.name,
+                r.backend,
+                r.failures.len() - 20
+            );
         }
     }
     let ok = conformance::overall_ok(results);

@@ -72,7 +72,8 @@ fn round_trip_every_dtype_with_and_without_sign_pack() {
             let n = lengths[k % lengths.len()];
             k += 1;
             let data = sparse_bytes(n, eb, 0.2, sign_pack, k as u64);
-            let (inp, bsp, back) = (d.join(format!("{k}.raw")), d.join(format!("{k}.bsp")), d.join(format!("{k}.back")));
+            let (inp, bsp, back) =
+                (d.join(format!("{k}.raw")), d.join(format!("{k}.bsp")), d.join(format!("{k}.back")));
             std::fs::write(&inp, &data).unwrap();
             let mut args = vec!["--backend", "vulkan", "compress", "--dtype", dtype];
             if sign_pack {
@@ -262,7 +263,18 @@ fn backend_used(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     for (k, v) in env {
         c.env(k, v);
     }
-    let all: Vec<&str> = args.iter().map(|a| if *a == "IN" { s(&inp) } else if *a == "OUT" { s(&out) } else { a }).collect();
+    let all: Vec<&str> = args
+        .iter()
+        .map(|a| {
+            if *a == "IN" {
+                s(&inp)
+            } else if *a == "OUT" {
+                s(&out)
+            } else {
+                a
+            }
+        })
+        .collect();
     let o = c.args(&all).output().unwrap();
     assert_ok(&o, &format!("{args:?} {env:?}"));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
@@ -303,7 +315,10 @@ fn gl_cli_round_trip_across_backends() {
     let (inp, bsp, back) = (d.join("a.raw"), d.join("a.bsp"), d.join("a.back"));
     std::fs::write(&inp, &data).unwrap();
     // Compressed on GL (portable path), decompressed on Vulkan: the container is backend-neutral.
-    assert_ok(&run(&["--backend", "gl", "compress", "--dtype", "e5m2", "--sign-pack", s(&inp), s(&bsp)]), "gl compress");
+    assert_ok(
+        &run(&["--backend", "gl", "compress", "--dtype", "e5m2", "--sign-pack", s(&inp), s(&bsp)]),
+        "gl compress",
+    );
     assert_ok(&run(&["--backend", "vulkan", "decompress", s(&bsp), s(&back)]), "vulkan decompress");
     assert!(std::fs::read(&back).unwrap() == data);
     let _ = std::fs::remove_dir_all(&d);
@@ -318,7 +333,11 @@ fn bad_adapter_or_backend_choice_is_exit_1() {
     let o = run(&["--adapter", "no-such-gpu-anywhere", "compress", "--dtype", "f16", s(&inp), s(&out)]);
     assert_error(&o, &["no-such-gpu-anywhere"], "--adapter");
     assert!(!out.exists());
-    let o = cmd().env("WGPU_ADAPTER_NAME", "no-such-gpu-anywhere").args(["compress", "--dtype", "f16", s(&inp), s(&out)]).output().unwrap();
+    let o = cmd()
+        .env("WGPU_ADAPTER_NAME", "no-such-gpu-anywhere")
+        .args(["compress", "--dtype", "f16", s(&inp), s(&out)])
+        .output()
+        .unwrap();
     assert_error(&o, &["no-such-gpu-anywhere"], "WGPU_ADAPTER_NAME");
     let o = cmd().env("WGPU_BACKEND", "cuda").args(["compress", "--dtype", "f16", s(&inp), s(&out)]).output().unwrap();
     assert_error(&o, &["cuda"], "WGPU_BACKEND");

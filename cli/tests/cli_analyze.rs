@@ -25,7 +25,12 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn tensor<'a>(v: &'a Value, name: &str) -> &'a Value {
-    v["tensors"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no tensor {name} in {v}"))
+    v["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no tensor {name} in {v}"))
 }
 
 #[test]
@@ -50,7 +55,8 @@ fn analyze_the_shipped_dump() {
         assert_eq!(t["nonzeros"].as_f64().unwrap(), (d * 32768.0).round());
         assert_eq!(t["negatives"], 0);
         // Ratio = dense bytes ÷ the stream the GPU really produced.
-        let (plain, packed) = (t["compressed_bytes"].as_f64().unwrap(), t["compressed_bytes_sign_pack"].as_f64().unwrap());
+        let (plain, packed) =
+            (t["compressed_bytes"].as_f64().unwrap(), t["compressed_bytes_sign_pack"].as_f64().unwrap());
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs();
         assert!(close(t["ratio"].as_f64().unwrap(), 65536.0 / plain), "{t}");
         assert!(close(t["ratio_sign_pack"].as_f64().unwrap(), 65536.0 / packed), "{t}");
@@ -60,7 +66,8 @@ fn analyze_the_shipped_dump() {
         let h = |p: f64| -(p * p.log2() + (1.0 - p) * (1.0 - p).log2());
         let want = (h(d) + 15.0 * d) * 32768.0 / (packed * 8.0);
         assert!((bf - want).abs() < 1e-9 * want && bf > 0.3 && bf <= 1.0, "{name}: bound_fraction {bf} vs {want}");
-        let hist: u64 = t["tile_density_histogram"]["counts"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).sum();
+        let hist: u64 =
+            t["tile_density_histogram"]["counts"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).sum();
         assert_eq!(hist, 8, "{name}: every tile in the histogram");
     }
     // Denser tensors compress less.
@@ -80,7 +87,14 @@ fn analyze_the_shipped_dump() {
     let o = run(&["analyze", DUMP]);
     assert_ok(&o, "analyze");
     let text = String::from_utf8(o.stdout).unwrap();
-    for n in ["layers.0.mlp.act", "layers.2.mlp.pre_act", "skipped", "input_ids", "round-to-nearest-even", "tiles per density bin"] {
+    for n in [
+        "layers.0.mlp.act",
+        "layers.2.mlp.pre_act",
+        "skipped",
+        "input_ids",
+        "round-to-nearest-even",
+        "tiles per density bin",
+    ] {
         assert!(text.contains(n), "table lacks `{n}`:\n{text}");
     }
 }
@@ -94,7 +108,12 @@ fn empty_and_nan_filled_tensors_are_valid() {
     let nan16: Vec<u8> = (0..5000).flat_map(|_| 0x7e00u16.to_le_bytes()).collect(); // F16 quiet NaN, sign clear
     let neg_nan: Vec<u8> = (0..300).flat_map(|_| 0xffc1u16.to_le_bytes()).collect(); // BF16 NaN, sign set
     let f = safetensors::write(
-        &[("empty", "BF16", &[0, 16], &[]), ("nan", "F16", &[5000], &nan16), ("negnan", "BF16", &[300], &neg_nan), ("e8", "F8_E5M2", &[0], &[])],
+        &[
+            ("empty", "BF16", &[0, 16], &[]),
+            ("nan", "F16", &[5000], &nan16),
+            ("negnan", "BF16", &[300], &neg_nan),
+            ("e8", "F8_E5M2", &[0], &[]),
+        ],
         None,
     );
     let p = d.join("nan.safetensors");
@@ -121,7 +140,12 @@ fn empty_and_nan_filled_tensors_are_valid() {
         let o = run(&args);
         assert_ok(&o, "compress");
         // Under --sign-pack the tensor with a sign bit set is stored unpacked, and the command says so.
-        assert_eq!(stderr(&o).contains("`negnan`") && stderr(&o).contains("without sign packing"), sp, "{}", stderr(&o));
+        assert_eq!(
+            stderr(&o).contains("`negnan`") && stderr(&o).contains("without sign packing"),
+            sp,
+            "{}",
+            stderr(&o)
+        );
         assert_ok(&run(&["decompress", s(&bsp), s(&back)]), "decompress");
         assert!(std::fs::read(&back).unwrap() == f, "sign_pack={sp}: round trip differs");
     }
@@ -279,7 +303,11 @@ fn bad_files_are_one_error_line_naming_file_and_tensor() {
     assert_error(&run(&["analyze", s(&d.join("missing.safetensors"))]), &["missing.safetensors"], "missing");
     let p = d.join("range.safetensors");
     std::fs::write(&p, with_header(r#"{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#, &[7])).unwrap();
-    assert_error(&run(&["analyze", "--dtype", "bf16", s(&p)]), &["range.safetensors", "--dtype"], "--dtype with safetensors");
+    assert_error(
+        &run(&["analyze", "--dtype", "bf16", s(&p)]),
+        &["range.safetensors", "--dtype"],
+        "--dtype with safetensors",
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -291,7 +319,11 @@ fn raw_files_still_refuse_sign_bits_under_sign_pack() {
     let d = scratch("rawsign");
     let p = d.join("neg.raw");
     std::fs::write(&p, [0u8, 0, 1, 0x80]).unwrap();
-    assert_error(&run(&["compress", "--dtype", "bf16", "--sign-pack", s(&p), s(&d.join("o.bsp"))]), &["neg.raw", "sign"], "raw");
+    assert_error(
+        &run(&["compress", "--dtype", "bf16", "--sign-pack", s(&p), s(&d.join("o.bsp"))]),
+        &["neg.raw", "sign"],
+        "raw",
+    );
     // Without --dtype a raw file is a usage error (clap's exit 2).
     assert_eq!(run(&["compress", s(&p), s(&d.join("o.bsp"))]).status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&d);

@@ -113,10 +113,13 @@ fn corpus_through_the_cli() {
         assert_eq!(o.status.code(), Some(0), "{name}: {err}");
         if ext != "bsp" {
             assert_eq!(run(&["compress".as_ref(), path.as_os_str(), out.as_os_str()]).status.code(), Some(0), "{name}");
-            assert_eq!(run(&["decompress".as_ref(), out.as_os_str(), back.as_os_str()]).status.code(), Some(0), "{name}");
+            assert_eq!(
+                run(&["decompress".as_ref(), out.as_os_str(), back.as_os_str()]).status.code(),
+                Some(0),
+                "{name}"
+            );
             assert!(std::fs::read(&back).unwrap() == std::fs::read(&path).unwrap(), "{name}: round trip differs");
         }
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
-

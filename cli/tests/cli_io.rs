@@ -23,7 +23,8 @@ fn run(args: &[&str]) -> Output {
 
 /// Runs the binary with `stdin` piped in (written from a thread, so a large input cannot deadlock).
 fn run_piped(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = cmd().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        cmd().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut pipe = child.stdin.take().unwrap();
     let data = stdin.to_vec();
     let writer = std::thread::spawn(move || {
@@ -161,7 +162,8 @@ fn closed_stdout_is_one_error_line() {
     std::fs::write(&inp, &raw).unwrap();
     let bsp = d.join("a.bsp");
     assert_ok(&run(&["compress", "--dtype", "bf16", s(&inp), s(&bsp)]), "compress");
-    let mut child = cmd().args(["decompress", s(&bsp), "-"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        cmd().args(["decompress", s(&bsp), "-"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut out = child.stdout.take().unwrap();
     let mut first = [0u8; 16];
     out.read_exact(&mut first).unwrap();
@@ -240,7 +242,9 @@ fn out_that_is_in_is_refused() {
     std::os::unix::fs::symlink(&inp, d.join("soft.raw")).unwrap();
     let dotted = d.join(".").join("a.raw");
     for out in [inp.clone(), dotted, d.join("hard.raw"), d.join("soft.raw")] {
-        for sub in [&["compress", "--dtype", "bf16"][..], &["decompress"][..], &["compress", "--json", "--dtype", "bf16"][..]] {
+        for sub in
+            [&["compress", "--dtype", "bf16"][..], &["decompress"][..], &["compress", "--json", "--dtype", "bf16"][..]]
+        {
             let mut args = sub.to_vec();
             args.extend([s(&inp), s(&out)]);
             let o = run(&args);
@@ -315,7 +319,8 @@ fn interrupted_run_leaves_no_temporary_file() {
         while t0.elapsed() < std::time::Duration::from_secs(60) && child.try_wait().unwrap().is_none() {
             if listing(&d).iter().any(|n| n.starts_with(".bitsparse-tmp")) {
                 seen = true;
-                let st = std::process::Command::new("kill").args([&format!("-{sig}"), &child.id().to_string()]).status();
+                let st =
+                    std::process::Command::new("kill").args([&format!("-{sig}"), &child.id().to_string()]).status();
                 assert!(st.unwrap().success());
                 break;
             }
@@ -339,11 +344,19 @@ fn driver_noise_does_not_break_the_error_line_contract() {
     let d = scratch("xdg");
     let inp = d.join("a.raw");
     std::fs::write(&inp, data()).unwrap();
-    let o = cmd().env_remove("XDG_RUNTIME_DIR").args(["compress", "--dtype", "bf16", s(&inp), s(&d.join("a.bsp"))]).output().unwrap();
+    let o = cmd()
+        .env_remove("XDG_RUNTIME_DIR")
+        .args(["compress", "--dtype", "bf16", s(&inp), s(&d.join("a.bsp"))])
+        .output()
+        .unwrap();
     assert_ok(&o, "success without XDG_RUNTIME_DIR");
     assert!(!stderr(&o).contains("error"), "{}", stderr(&o));
     std::fs::write(&inp, [1u8, 2, 3]).unwrap();
-    let o = cmd().env_remove("XDG_RUNTIME_DIR").args(["compress", "--dtype", "bf16", s(&inp), s(&d.join("b.bsp"))]).output().unwrap();
+    let o = cmd()
+        .env_remove("XDG_RUNTIME_DIR")
+        .args(["compress", "--dtype", "bf16", s(&inp), s(&d.join("b.bsp"))])
+        .output()
+        .unwrap();
     assert_error(&o, &["a.raw"], "failure without XDG_RUNTIME_DIR");
     let o = cmd().env_remove("XDG_RUNTIME_DIR").args(["info"]).output().unwrap();
     assert_ok(&o, "info without XDG_RUNTIME_DIR");

@@ -7,7 +7,7 @@ mod common;
 use std::process::Output;
 
 use bitsparse::conformance::{self, Case, Data, Status, SuiteOptions, Variant};
-use bitsparse::{DType, CodecPath};
+use bitsparse::{CodecPath, DType};
 use serde_json::Value;
 
 use common::cli::stderr;
@@ -85,7 +85,13 @@ fn gl_selftest_portable_path_passes() {
 fn a_failing_case_is_reported() {
     let Some(ctx) = common::vulkan() else { return };
     let codec = bitsparse::Codec::new(&ctx.device).unwrap();
-    let good = Case { path: CodecPath::Subgroup, variant: Variant::Default, dtype: DType::F16, sign_pack: true, data: Data::SignBitError };
+    let good = Case {
+        path: CodecPath::Subgroup,
+        variant: Variant::Default,
+        dtype: DType::F16,
+        sign_pack: true,
+        data: Data::SignBitError,
+    };
     conformance::run_case(&ctx, &codec, &good).unwrap();
     let bad = Case { sign_pack: false, ..good.clone() };
     let e = conformance::run_case(&ctx, &codec, &bad).unwrap_err();

@@ -16,7 +16,8 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn gpu() -> Gpu {
-    let ctx = GpuContext::new(&AdapterChoice::default()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)");
+    let ctx =
+        GpuContext::new(&AdapterChoice::default()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)");
     Gpu::new(ctx.device, ctx.queue)
 }
 
@@ -70,7 +71,12 @@ fn train_bit_identical_small() {
     assert!(arena.slack_bytes_per_token * t <= 16.0 * l, "arena slack {} B", arena.slack_bytes_per_token * t);
     let got = report.cache_bytes_per_token_bitsparse;
     let streams = got - arena.slack_bytes_per_token;
-    assert!(streams >= lo as f64 / t && streams <= hi as f64 / t, "bitsparse {streams} B/token outside {}..{}", lo as f64 / t, hi as f64 / t);
+    assert!(
+        streams >= lo as f64 / t && streams <= hi as f64 / t,
+        "bitsparse {streams} B/token outside {}..{}",
+        lo as f64 / t,
+        hi as f64 / t
+    );
     // And the saving is what those bytes imply (a wrong accounting of either side moves it).
     let expected_saving = 1.0 - got / report.cache_bytes_per_token_dense;
     assert!((report.saving - expected_saving).abs() < 1e-12);
@@ -78,7 +84,10 @@ fn train_bit_identical_small() {
     // Per layer and token: x (2d bytes) + mask (H/8) + 15 bits per nonzero (sign packed); the headers and
     // tile tables add a little on top.
     let approx = l * (2.0 * d + h / 8.0 + h * mean_rho * 15.0 / 8.0);
-    assert!(got >= approx && got < approx * 1.05 + 1.0, "bitsparse {got} B/token far from the density estimate {approx}");
+    assert!(
+        got >= approx && got < approx * 1.05 + 1.0,
+        "bitsparse {got} B/token far from the density estimate {approx}"
+    );
 }
 
 #[test]
@@ -126,7 +135,12 @@ fn no_host_sync_train_step() {
             let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
             let before = bitsparse::host::sync::host_syncs();
             model.record_step(&mut enc).unwrap();
-            assert_eq!(bitsparse::host::sync::host_syncs(), before, "{}: recording a step synchronised with the host", mode.name());
+            assert_eq!(
+                bitsparse::host::sync::host_syncs(),
+                before,
+                "{}: recording a step synchronised with the host",
+                mode.name()
+            );
             let before = bitsparse::host::sync::host_syncs();
             model.step(&gpu, &corpus).unwrap(); // the real step: exactly one (counted) submit
             assert_eq!(bitsparse::host::sync::host_syncs(), before + 1, "{}: a step is one submit", mode.name());
@@ -150,7 +164,8 @@ fn train_gradients_match_cpu_reference() {
         let grads = model.read_grads(&gpu).unwrap();
         let params = model.layout.init(&cfg);
         let (rows, targets) = corpus.batch(cfg.seed, 0, cfg.tokens, cfg.context);
-        let (ref_loss, ref_grads) = trainer::reference::loss_and_grads(&cfg, corpus.vocab, &model.layout, &params, &rows, &targets);
+        let (ref_loss, ref_grads) =
+            trainer::reference::loss_and_grads(&cfg, corpus.vocab, &model.layout, &params, &rows, &targets);
         assert!((loss - ref_loss).abs() < 1e-3 * ref_loss.abs(), "{}: loss {loss} vs CPU {ref_loss}", mode.name());
         let lay = &model.layout;
         let mut tensors = vec![("embed", lay.embed), ("unembed", lay.unembed)];

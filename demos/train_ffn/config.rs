@@ -72,14 +72,38 @@ impl Default for Config {
     /// The small configuration `cargo run --release --example train_ffn` uses: well under two minutes
     /// for all three modes on lavapipe.
     fn default() -> Config {
-        Config { d: 64, layers: 4, tokens: 128, context: 4, steps: 150, lr: 3e-3, seed: 1, log_every: 25, sign_pack: true, arena_bytes: None, arena_density: 0.5 }
+        Config {
+            d: 64,
+            layers: 4,
+            tokens: 128,
+            context: 4,
+            steps: 150,
+            lr: 3e-3,
+            seed: 1,
+            log_every: 25,
+            sign_pack: true,
+            arena_bytes: None,
+            arena_density: 0.5,
+        }
     }
 }
 
 impl Config {
     /// A tiny configuration for tests.
     pub fn tiny() -> Config {
-        Config { d: 32, layers: 4, tokens: 64, context: 3, steps: 8, lr: 1e-2, seed: 7, log_every: 4, sign_pack: true, arena_bytes: None, arena_density: 0.5 }
+        Config {
+            d: 32,
+            layers: 4,
+            tokens: 64,
+            context: 3,
+            steps: 8,
+            lr: 1e-2,
+            seed: 7,
+            log_every: 4,
+            sign_pack: true,
+            arena_bytes: None,
+            arena_density: 0.5,
+        }
     }
 
     /// FFN hidden width, 4d.

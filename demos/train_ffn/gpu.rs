@@ -135,7 +135,11 @@ impl Gpu {
             let mut entries = vec![wgpu::BindGroupLayoutEntry {
                 binding: 0,
                 visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Uniform, has_dynamic_offset: false, min_binding_size: None },
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
                 count: None,
             }];
             for b in 1..=storage as u32 {
@@ -150,7 +154,10 @@ impl Gpu {
                     count: None,
                 });
             }
-            let bgl = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("train.bgl"), entries: &entries });
+            let bgl = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("train.bgl"),
+                entries: &entries,
+            });
             let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: Some("train.pl"),
                 bind_group_layouts: &[Some(&bgl)],
@@ -190,7 +197,10 @@ impl Gpu {
             layout: Some(&layout),
             module,
             entry_point: Some(entry),
-            compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, zero_initialize_workgroup_memory: true },
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &constants,
+                zero_initialize_workgroup_memory: true,
+            },
             cache: None,
         });
         self.pipelines.insert(k, p.clone());
@@ -209,10 +219,20 @@ impl Gpu {
 
     /// Prebuilds one dispatch of kernel `k` with uniform `params` and storage bindings 1..=n from `binds`
     /// (missing trailing ones are bound to spare buffers).
-    pub fn dispatch(&mut self, label: &'static str, k: Kernel, params: [u32; 8], binds: &[Bind], groups: (u32, u32, u32)) -> Result<Dispatch> {
+    pub fn dispatch(
+        &mut self,
+        label: &'static str,
+        k: Kernel,
+        params: [u32; 8],
+        binds: &[Bind],
+        groups: (u32, u32, u32),
+    ) -> Result<Dispatch> {
         let (_, _, storage) = k.file_entry();
         if binds.len() > storage {
-            return Err(Error::InvalidArgument(format!("{label}: {} bindings for a kernel with {storage}", binds.len())));
+            return Err(Error::InvalidArgument(format!(
+                "{label}: {} bindings for a kernel with {storage}",
+                binds.len()
+            )));
         }
         for b in binds {
             let align = self.device.limits().min_storage_buffer_offset_alignment as u64;
@@ -242,7 +262,11 @@ impl Gpu {
             entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: res });
         }
         let bgl = &self.layouts[&storage].0; // created by `pipeline` above
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout: bgl, entries: &entries });
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
+            layout: bgl,
+            entries: &entries,
+        });
         Ok(Dispatch { label, pipeline, bind_group, groups })
     }
 }
@@ -258,5 +282,6 @@ include!(concat!(env!("OUT_DIR"), "/train_shaders.rs"));
 /// includes expanded; the core's snippets (`lib/act.wgsl`) come from the core.
 fn shader_source(file: &str) -> String {
     let own = |n: &str| TRAIN_SHADERS.iter().find(|(f, _)| *f == n).map(|(_, s)| s.to_string());
-    bitsparse::shaders::source_with(file, &own, &[]).unwrap_or_else(|e| panic!("trainer shader {file} is malformed: {e}"))
+    bitsparse::shaders::source_with(file, &own, &[])
+        .unwrap_or_else(|e| panic!("trainer shader {file} is malformed: {e}"))
 }

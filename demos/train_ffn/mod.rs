@@ -74,7 +74,11 @@ pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, p
                 if regrows > MAX_REGROWS {
                     return Err(bitsparse::Error::InvalidArgument(format!("the arena overflowed {regrows} times")));
                 }
-                eprintln!("[{:<13}] arena overflow before step {s}: grown, re-running from step {}", mode.name(), model.steps_done());
+                eprintln!(
+                    "[{:<13}] arena overflow before step {s}: grown, re-running from step {}",
+                    mode.name(),
+                    model.steps_done()
+                );
                 continue;
             }
             model.checkpoint(gpu);
@@ -88,20 +92,46 @@ pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, p
     let params = model.read_params(gpu)?;
     let cache_bytes = model.cache_bytes(gpu)?;
     let shrinks = model.cache_resizes();
-    Ok(ModeRun { mode, stats, params, cache_bytes, regrows, shrinks, x_bytes_per_layer: model.x_bytes_per_layer(), seconds })
+    Ok(ModeRun {
+        mode,
+        stats,
+        params,
+        cache_bytes,
+        regrows,
+        shrinks,
+        x_bytes_per_layer: model.x_bytes_per_layer(),
+        seconds,
+    })
 }
 
 /// The first difference between two runs' losses, weight hashes or final weights, if any.
 pub fn first_mismatch(a: &ModeRun, b: &ModeRun) -> Option<String> {
     for (sa, sb) in a.stats.iter().zip(&b.stats) {
         if sa.loss.to_bits() != sb.loss.to_bits() {
-            return Some(format!("step {}: loss {} ({}) vs {} ({})", sa.step, sa.loss, a.mode.name(), sb.loss, b.mode.name()));
+            return Some(format!(
+                "step {}: loss {} ({}) vs {} ({})",
+                sa.step,
+                sa.loss,
+                a.mode.name(),
+                sb.loss,
+                b.mode.name()
+            ));
         }
         if sa.weight_hash != sb.weight_hash {
-            return Some(format!("step {}: weight hash differs between {} and {}", sa.step, a.mode.name(), b.mode.name()));
+            return Some(format!(
+                "step {}: weight hash differs between {} and {}",
+                sa.step,
+                a.mode.name(),
+                b.mode.name()
+            ));
         }
         if sa.nonzeros != sb.nonzeros {
-            return Some(format!("step {}: relu(z) nonzero counts differ between {} and {}", sa.step, a.mode.name(), b.mode.name()));
+            return Some(format!(
+                "step {}: relu(z) nonzero counts differ between {} and {}",
+                sa.step,
+                a.mode.name(),
+                b.mode.name()
+            ));
         }
     }
     if a.stats.len() != b.stats.len() {

@@ -10,8 +10,8 @@
 //! the host copies out only at logging points.
 
 use bitsparse::cpu::SplitMix64;
-use bitsparse::{Result};
 use bitsparse::host::sync;
+use bitsparse::Result;
 
 use super::cache::{self, CacheBytes, HiddenCache, StepBuffers};
 use super::config::{CacheMode, Config};
@@ -156,7 +156,14 @@ pub struct Model {
     backup: [wgpu::Buffer; 3],
 }
 
-fn gemm(gpu: &mut Gpu, label: &'static str, v: GemmVariant, mnk: (u32, u32, u32), ld: (u32, u32, u32), [a, b, c]: [Bind; 3]) -> Result<Dispatch> {
+fn gemm(
+    gpu: &mut Gpu,
+    label: &'static str,
+    v: GemmVariant,
+    mnk: (u32, u32, u32),
+    ld: (u32, u32, u32),
+    [a, b, c]: [Bind; 3],
+) -> Result<Dispatch> {
     let (m, n, k) = mnk;
     if m % 4 != 0 || n % 4 != 0 {
         return Err(bitsparse::Error::InvalidArgument(format!("{label}: GEMM shape {m}×{n} is not a multiple of 4")));
@@ -202,20 +209,42 @@ impl Model {
         gpu.queue.write_buffer(&bufs.params, 0, bytemuck::cast_slice(&layout.init(cfg)));
         let cache = cache::build(mode, gpu, &StepBuffers { z: &bufs.z, g: &bufs.g, dz: &bufs.dz }, cfg)?;
         let plan = Self::plan(gpu, cfg, vocab, &layout, &bufs, cache.as_ref(), hist_stride)?;
-        let backup = [gpu.buffer("params.ckpt", pbytes), gpu.buffer("adam_m.ckpt", pbytes), gpu.buffer("adam_v.ckpt", pbytes)];
-        let mut m = Model { cfg: cfg.clone(), vocab, layout, mode, bufs, cache, plan, hist_stride, step: 0, checkpoint_step: 0, backup };
+        let backup =
+            [gpu.buffer("params.ckpt", pbytes), gpu.buffer("adam_m.ckpt", pbytes), gpu.buffer("adam_v.ckpt", pbytes)];
+        let mut m = Model {
+            cfg: cfg.clone(),
+            vocab,
+            layout,
+            mode,
+            bufs,
+            cache,
+            plan,
+            hist_stride,
+            step: 0,
+            checkpoint_step: 0,
+            backup,
+        };
         m.checkpoint(gpu);
         Ok(m)
     }
 
-    fn plan(gpu: &mut Gpu, cfg: &Config, vocab: u32, lay: &ParamLayout, b: &Buffers, cache: &dyn HiddenCache, stride: u32) -> Result<Plan> {
+    fn plan(
+        gpu: &mut Gpu,
+        cfg: &Config,
+        vocab: u32,
+        lay: &ParamLayout,
+        b: &Buffers,
+        cache: &dyn HiddenCache,
+        stride: u32,
+    ) -> Result<Plan> {
         let (t, d, hd, k, v) = (cfg.tokens, cfg.d, cfg.hidden(), cfg.context, vocab);
         let w = Bind::whole;
         let mut p = Plan::default();
         let tok_groups = (t.div_ceil(64), 1, 1);
         let xw = (t as u64 * d as u64) / 2;
         let zw = (t as u64 * hd as u64) / 2;
-        let bf = |trans_a, trans_b, a_bf16, b_bf16, out_bf16| GemmVariant { trans_a, trans_b, a_bf16, b_bf16, out_bf16 };
+        let bf =
+            |trans_a, trans_b, a_bf16, b_bf16, out_bf16| GemmVariant { trans_a, trans_b, a_bf16, b_bf16, out_bf16 };
 
         p.embed.push(gpu.dispatch(
             "embed_forward",
@@ -226,9 +255,22 @@ impl Model {
         )?);
         for l in 0..cfg.layers as usize {
             let pre = vec![
-                gpu.dispatch("rms_forward", Kernel::RmsForward, [t, d, fbits(RMS_EPS), 0, 0, 0, 0, 0], &[w(&b.xs[l]), w(&b.h)], tok_groups)?,
+                gpu.dispatch(
+                    "rms_forward",
+                    Kernel::RmsForward,
+                    [t, d, fbits(RMS_EPS), 0, 0, 0, 0, 0],
+                    &[w(&b.xs[l]), w(&b.h)],
+                    tok_groups,
+                )?,
                 // z = h · W₁ᵀ  (T×d · (H×d)ᵀ), rounded to BF16
-                gemm(gpu, "z=h·W1ᵀ", bf(false, true, false, false, true), (t, hd, d), (d, d, hd), [w(&b.h), f32s(&b.params, lay.w1[l]), w(&b.z)])?,
+                gemm(
+                    gpu,
+                    "z=h·W1ᵀ",
+                    bf(false, true, false, false, true),
+                    (t, hd, d),
+                    (d, d, hd),
+                    [w(&b.h), f32s(&b.params, lay.w1[l]), w(&b.z)],
+                )?,
                 gpu.dispatch(
                     "count_relu",
                     Kernel::CountRelu,
@@ -239,16 +281,42 @@ impl Model {
             ];
             let post = vec![
                 // y = a · W₂ᵀ  (T×H · (d×H)ᵀ)
-                gemm(gpu, "y=a·W2ᵀ", bf(false, true, true, false, false), (t, d, hd), (hd, hd, d), [w(cache.forward_a(l)), f32s(&b.params, lay.w2[l]), w(&b.y)])?,
-                gpu.dispatch("residual", Kernel::ResidualAdd, [xw as u32, 0, 0, 0, 0, 0, 0, 0], &[w(&b.xs[l]), w(&b.y), w(&b.xs[l + 1])], grid_1d(xw))?,
+                gemm(
+                    gpu,
+                    "y=a·W2ᵀ",
+                    bf(false, true, true, false, false),
+                    (t, d, hd),
+                    (hd, hd, d),
+                    [w(cache.forward_a(l)), f32s(&b.params, lay.w2[l]), w(&b.y)],
+                )?,
+                gpu.dispatch(
+                    "residual",
+                    Kernel::ResidualAdd,
+                    [xw as u32, 0, 0, 0, 0, 0, 0, 0],
+                    &[w(&b.xs[l]), w(&b.y), w(&b.xs[l + 1])],
+                    grid_1d(xw),
+                )?,
             ];
             p.pre.push(pre);
             p.post.push(post);
         }
         let last = cfg.layers as usize;
         p.head = vec![
-            gpu.dispatch("rms_final", Kernel::RmsForward, [t, d, fbits(RMS_EPS), 0, 0, 0, 0, 0], &[w(&b.xs[last]), w(&b.h)], tok_groups)?,
-            gemm(gpu, "logits", bf(false, true, false, false, false), (t, v, d), (d, d, v), [w(&b.h), f32s(&b.params, lay.unembed), w(&b.logits)])?,
+            gpu.dispatch(
+                "rms_final",
+                Kernel::RmsForward,
+                [t, d, fbits(RMS_EPS), 0, 0, 0, 0, 0],
+                &[w(&b.xs[last]), w(&b.h)],
+                tok_groups,
+            )?,
+            gemm(
+                gpu,
+                "logits",
+                bf(false, true, false, false, false),
+                (t, v, d),
+                (d, d, v),
+                [w(&b.h), f32s(&b.params, lay.unembed), w(&b.logits)],
+            )?,
             gpu.dispatch(
                 "softmax_xent",
                 Kernel::SoftmaxXent,
@@ -256,11 +324,31 @@ impl Model {
                 &[w(&b.logits), w(&b.targets), w(&b.dlogits), w(&b.tok_loss)],
                 tok_groups,
             )?,
-            gpu.dispatch("loss_mean", Kernel::LossMean, [t, stride, 0, 0, 0, 0, 0, 0], &[w(&b.tok_loss), w(&b.hist), w(&b.step_info)], (1, 1, 1))?,
+            gpu.dispatch(
+                "loss_mean",
+                Kernel::LossMean,
+                [t, stride, 0, 0, 0, 0, 0, 0],
+                &[w(&b.tok_loss), w(&b.hist), w(&b.step_info)],
+                (1, 1, 1),
+            )?,
             // dU = dlogitsᵀ · h  (V×d)
-            gemm(gpu, "dU", bf(true, false, false, false, false), (v, d, t), (v, d, d), [w(&b.dlogits), w(&b.h), f32s(&b.grads, lay.unembed)])?,
+            gemm(
+                gpu,
+                "dU",
+                bf(true, false, false, false, false),
+                (v, d, t),
+                (v, d, d),
+                [w(&b.dlogits), w(&b.h), f32s(&b.grads, lay.unembed)],
+            )?,
             // dh = dlogits · U  (T×d)
-            gemm(gpu, "dhf", bf(false, false, false, false, false), (t, d, v), (v, d, d), [w(&b.dlogits), f32s(&b.params, lay.unembed), w(&b.dh)])?,
+            gemm(
+                gpu,
+                "dhf",
+                bf(false, false, false, false, false),
+                (t, d, v),
+                (v, d, d),
+                [w(&b.dlogits), f32s(&b.params, lay.unembed), w(&b.dh)],
+            )?,
             gpu.dispatch(
                 "rms_backward_final",
                 Kernel::RmsBackward,
@@ -273,44 +361,80 @@ impl Model {
         p.bpost = (0..last).map(|_| Vec::new()).collect();
         for l in (0..last).rev() {
             // g = dy · W₂  (T×d · d×H), rounded to BF16
-            p.bpre[l].push(gemm(gpu, "g=dy·W2", bf(false, false, false, false, true), (t, hd, d), (d, hd, hd), [w(&b.dx), f32s(&b.params, lay.w2[l]), w(&b.g)])?);
+            p.bpre[l].push(gemm(
+                gpu,
+                "g=dy·W2",
+                bf(false, false, false, false, true),
+                (t, hd, d),
+                (d, hd, hd),
+                [w(&b.dx), f32s(&b.params, lay.w2[l]), w(&b.g)],
+            )?);
             p.bpost[l] = vec![
                 // dW₂ = dyᵀ · a  (d×H)
-                gemm(gpu, "dW2", bf(true, false, false, true, false), (d, hd, t), (d, hd, hd), [w(&b.dx), w(cache.backward_a(l)), f32s(&b.grads, lay.w2[l])])?,
-                gpu.dispatch("rms_recompute", Kernel::RmsForward, [t, d, fbits(RMS_EPS), 0, 0, 0, 0, 0], &[w(&b.xs[l]), w(&b.h)], tok_groups)?,
+                gemm(
+                    gpu,
+                    "dW2",
+                    bf(true, false, false, true, false),
+                    (d, hd, t),
+                    (d, hd, hd),
+                    [w(&b.dx), w(cache.backward_a(l)), f32s(&b.grads, lay.w2[l])],
+                )?,
+                gpu.dispatch(
+                    "rms_recompute",
+                    Kernel::RmsForward,
+                    [t, d, fbits(RMS_EPS), 0, 0, 0, 0, 0],
+                    &[w(&b.xs[l]), w(&b.h)],
+                    tok_groups,
+                )?,
                 // dW₁ = dzᵀ · h  (H×d)
-                gemm(gpu, "dW1", bf(true, false, true, false, false), (hd, d, t), (hd, d, d), [w(&b.dz), w(&b.h), f32s(&b.grads, lay.w1[l])])?,
+                gemm(
+                    gpu,
+                    "dW1",
+                    bf(true, false, true, false, false),
+                    (hd, d, t),
+                    (hd, d, d),
+                    [w(&b.dz), w(&b.h), f32s(&b.grads, lay.w1[l])],
+                )?,
                 // dh = dz · W₁  (T×H · H×d)
-                gemm(gpu, "dh", bf(false, false, true, false, false), (t, d, hd), (hd, d, d), [w(&b.dz), f32s(&b.params, lay.w1[l]), w(&b.dh)])?,
-                gpu.dispatch("rms_backward", Kernel::RmsBackward, [t, d, fbits(RMS_EPS), 1, 0, 0, 0, 0], &[w(&b.xs[l]), w(&b.dh), w(&b.dx)], tok_groups)?,
+                gemm(
+                    gpu,
+                    "dh",
+                    bf(false, false, true, false, false),
+                    (t, d, hd),
+                    (hd, d, d),
+                    [w(&b.dz), f32s(&b.params, lay.w1[l]), w(&b.dh)],
+                )?,
+                gpu.dispatch(
+                    "rms_backward",
+                    Kernel::RmsBackward,
+                    [t, d, fbits(RMS_EPS), 1, 0, 0, 0, 0],
+                    &[w(&b.xs[l]), w(&b.dh), w(&b.dx)],
+                    tok_groups,
+                )?,
             ];
         }
         let n_params = lay.total;
-        p.tail = vec![
-            gpu.dispatch(
-                "embed_backward",
-                Kernel::EmbedBackward,
-                [t, d, k, v, 0, 0, 0, 0],
-                &[w(&b.rows), w(&b.dx), f32s(&b.grads, lay.embed)],
-                grid_1d(lay.embed.1),
-            )?,
-        ];
+        p.tail = vec![gpu.dispatch(
+            "embed_backward",
+            Kernel::EmbedBackward,
+            [t, d, k, v, 0, 0, 0, 0],
+            &[w(&b.rows), w(&b.dx), f32s(&b.grads, lay.embed)],
+            grid_1d(lay.embed.1),
+        )?];
         p.adam = Some(gpu.dispatch(
-                "adam",
-                Kernel::Adam,
-                [n_params as u32, 0, 0, 0, 0, 0, 0, 0],
-                &[w(&b.params), w(&b.grads), w(&b.adam_m), w(&b.adam_v), w(&b.step_info)],
-                grid_1d(n_params),
-            )?);
-        p.stats = vec![
-            gpu.dispatch(
-                "hash_params",
-                Kernel::HashParams,
-                [n_params as u32, stride, 0, 0, 0, 0, 0, 0],
-                &[w(&b.params), w(&b.hist), w(&b.step_info)],
-                (n_params.div_ceil(256 * 64).clamp(1, 256) as u32, 1, 1),
-            )?,
-        ];
+            "adam",
+            Kernel::Adam,
+            [n_params as u32, 0, 0, 0, 0, 0, 0, 0],
+            &[w(&b.params), w(&b.grads), w(&b.adam_m), w(&b.adam_v), w(&b.step_info)],
+            grid_1d(n_params),
+        )?);
+        p.stats = vec![gpu.dispatch(
+            "hash_params",
+            Kernel::HashParams,
+            [n_params as u32, stride, 0, 0, 0, 0, 0, 0],
+            &[w(&b.params), w(&b.hist), w(&b.step_info)],
+            (n_params.div_ceil(256 * 64).clamp(1, 256) as u32, 1, 1),
+        )?];
         Ok(p)
     }
 
@@ -358,7 +482,8 @@ impl Model {
         record(enc, "tail", &p.tail);
         if let Some(adam) = &p.adam {
             let gate = self.cache.gate(enc, adam.groups)?;
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("update"), timestamp_writes: None });
+            let mut pass =
+                enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("update"), timestamp_writes: None });
             pass.set_pipeline(&adam.pipeline);
             pass.set_bind_group(0, &adam.bind_group, &[]);
             match &gate {
@@ -468,7 +593,8 @@ impl Model {
     /// Waits for the GPU and reads the statistics of steps `0..steps_done()` (a logging point).
     pub fn read_stats(&self, gpu: &Gpu) -> Result<Vec<StepStats>> {
         let stride = self.hist_stride as usize;
-        let bytes = sync::read_buffer(&gpu.device, &gpu.queue, &self.bufs.hist, 0, self.step as u64 * stride as u64 * 4)?;
+        let bytes =
+            sync::read_buffer(&gpu.device, &gpu.queue, &self.bufs.hist, 0, self.step as u64 * stride as u64 * 4)?;
         let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
         Ok(words
             .chunks_exact(stride)

@@ -60,8 +60,16 @@ fn transpose(a: &[f32], r: usize, c: usize) -> Vec<f32> {
 }
 
 /// The loss and the gradient of every weight (laid out like the GPU's parameter buffer) for one batch.
-pub fn loss_and_grads(cfg: &Config, vocab: u32, lay: &ParamLayout, params: &[f32], rows: &[u32], targets: &[u32]) -> (f32, Vec<f32>) {
-    let (t, d, h, k, v) = (cfg.tokens as usize, cfg.d as usize, cfg.hidden() as usize, cfg.context as usize, vocab as usize);
+pub fn loss_and_grads(
+    cfg: &Config,
+    vocab: u32,
+    lay: &ParamLayout,
+    params: &[f32],
+    rows: &[u32],
+    targets: &[u32],
+) -> (f32, Vec<f32>) {
+    let (t, d, h, k, v) =
+        (cfg.tokens as usize, cfg.d as usize, cfg.hidden() as usize, cfg.context as usize, vocab as usize);
     let slice = |(off, n): (u64, u64)| &params[off as usize..(off + n) as usize];
     let mut grads = vec![0.0f32; params.len()];
     let e = slice(lay.embed);
@@ -118,7 +126,9 @@ pub fn loss_and_grads(cfg: &Config, vocab: u32, lay: &ParamLayout, params: &[f32
     loss /= t as f32;
 
     // Backward.
-    let put = |g: &mut Vec<f32>, (off, n): (u64, u64), vals: &[f32]| g[off as usize..(off + n) as usize].copy_from_slice(vals);
+    let put = |g: &mut Vec<f32>, (off, n): (u64, u64), vals: &[f32]| {
+        g[off as usize..(off + n) as usize].copy_from_slice(vals)
+    };
     // dU = dlogitsᵀ · hf (V×d): rows of dlogitsᵀ against rows of hfᵀ.
     put(&mut grads, lay.unembed, &matmul_nt(&transpose(&dlogits, t, v), &transpose(&hf, t, d), v, d, t));
     let dhf = matmul_nt(&dlogits, &transpose(u, v, d), t, d, v);

@@ -127,7 +127,11 @@ impl Report {
                 CacheMode::BitSparse | CacheMode::BitSparseCodec | CacheMode::BitSparseFp8(_) => continue,
             };
             if per_token(r) != want {
-                return Err(Error::InvalidArgument(format!("{} holds {} B/token, expected {want}", r.mode.name(), per_token(r))));
+                return Err(Error::InvalidArgument(format!(
+                    "{} holds {} B/token, expected {want}",
+                    r.mode.name(),
+                    per_token(r)
+                )));
             }
         }
         let last = reference.stats.last().ok_or_else(|| Error::InvalidArgument("no steps".into()))?;
@@ -167,8 +171,17 @@ impl Report {
                 saving: (1.0 - per_token(r) / dense).clamp(0.0, 1.0),
                 final_loss: r.stats.last().map(|s| s.loss).unwrap_or(f32::NAN),
                 reference_final_loss: last.loss,
-                max_abs_loss_diff: r.stats.iter().zip(&reference.stats).map(|(a, b)| (a.loss - b.loss).abs()).fold(0.0, f32::max),
-                final_density: r.stats.last().map(|s| s.nonzeros.iter().map(|&c| c as f64 / n as f64).collect()).unwrap_or_default(),
+                max_abs_loss_diff: r
+                    .stats
+                    .iter()
+                    .zip(&reference.stats)
+                    .map(|(a, b)| (a.loss - b.loss).abs())
+                    .fold(0.0, f32::max),
+                final_density: r
+                    .stats
+                    .last()
+                    .map(|s| s.nonzeros.iter().map(|&c| c as f64 / n as f64).collect())
+                    .unwrap_or_default(),
             })
             .collect();
         Ok(Report {
@@ -200,7 +213,11 @@ impl Report {
             },
             final_density,
             loss: reference.stats.iter().map(|s| s.loss).collect(),
-            density: reference.stats.iter().map(|s| s.nonzeros.iter().map(|&c| c as f64 / n as f64).collect()).collect(),
+            density: reference
+                .stats
+                .iter()
+                .map(|s| s.nonzeros.iter().map(|&c| c as f64 / n as f64).collect())
+                .collect(),
             modes,
         })
     }
@@ -216,7 +233,9 @@ impl Report {
         s += &format!(
             "bit-identical across modes ({}): {}\n",
             self.modes.iter().map(|m| m.mode).filter(|m| !m.contains("fp8")).collect::<Vec<_>>().join(", "),
-            if self.bit_identical { "YES (loss, weight hashes and relu(z) counts at every step; final weights bit for bit)".to_string() } else {
+            if self.bit_identical {
+                "YES (loss, weight hashes and relu(z) counts at every step; final weights bit for bit)".to_string()
+            } else {
                 format!("NO — {}", self.mismatch.as_deref().unwrap_or("only one mode run"))
             }
         );
@@ -225,9 +244,16 @@ impl Report {
         s += &format!("  dense minimal  (x + r)        {:>10.1} B\n", self.cache_bytes_per_token_dense_minimal);
         s += &format!(
             "  bitsparse (x + compressed r)  {:>10.1} B   (expected from densities: {:.1}..{:.1} B; storage: {})\n",
-            self.cache_bytes_per_token_bitsparse, self.expected_bytes_per_token_bitsparse.0, self.expected_bytes_per_token_bitsparse.1, self.bitsparse_storage
+            self.cache_bytes_per_token_bitsparse,
+            self.expected_bytes_per_token_bitsparse.0,
+            self.expected_bytes_per_token_bitsparse.1,
+            self.bitsparse_storage
         );
-        s += &format!("  saving: {:.1}% of the dense baseline, {:.1}% of the minimal dense cache\n", 100.0 * self.saving, 100.0 * self.saving_vs_minimal);
+        s += &format!(
+            "  saving: {:.1}% of the dense baseline, {:.1}% of the minimal dense cache\n",
+            100.0 * self.saving,
+            100.0 * self.saving_vs_minimal
+        );
         for f in &self.lossy {
             s += &format!(
                 "  {} (lossy, not in the check) {:>6.1} B   saving {:.1}%; final loss {:.4} vs {:.4}, max |Δloss| {:.4}\n",
@@ -303,7 +329,10 @@ impl Report {
         for l in 0..layers {
             let color = Palette99::pick(l).to_rgba();
             chart
-                .draw_series(LineSeries::new(self.density.iter().enumerate().map(|(i, d)| (i as f64, d[l])), color.stroke_width(2)))
+                .draw_series(LineSeries::new(
+                    self.density.iter().enumerate().map(|(i, d)| (i as f64, d[l])),
+                    color.stroke_width(2),
+                ))
                 .map_err(|e| err(&e))?
                 .label(format!("layer {l}"))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));

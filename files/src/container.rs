@@ -168,7 +168,9 @@ impl Record {
         };
         // A compressor that returned a stream for another tensor is a bug, not bad input; catch it here
         // rather than in a later decompress.
-        record.check_stream_header().map_err(|e| Error::Wgpu(format!("compressor returned an inconsistent stream: {e}")))?;
+        record
+            .check_stream_header()
+            .map_err(|e| Error::Wgpu(format!("compressor returned an inconsistent stream: {e}")))?;
         Ok(record)
     }
 
@@ -212,7 +214,10 @@ impl Record {
         let RecordKind::Tensor { dtype, elements, sign_pack } = self.kind else { return Ok(()) };
         let hb = format::HEADER_BYTES as usize;
         if self.stored.len() < hb {
-            return Err(Error::Corrupt(format!("tensor stream of {} bytes is shorter than its header", self.stored.len())));
+            return Err(Error::Corrupt(format!(
+                "tensor stream of {} bytes is shorter than its header",
+                self.stored.len()
+            )));
         }
         let words: Vec<u32> =
             self.stored[..hb].chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
@@ -298,7 +303,9 @@ impl Container {
             + self
                 .records
                 .iter()
-                .map(|r| RECORD_HEADER_BYTES as u64 + r.name.as_ref().map_or(0, |n| n.len() as u64) + r.stored.len() as u64)
+                .map(|r| {
+                    RECORD_HEADER_BYTES as u64 + r.name.as_ref().map_or(0, |n| n.len() as u64) + r.stored.len() as u64
+                })
                 .sum::<u64>()
     }
 
@@ -351,7 +358,9 @@ impl Container {
         }
         let version = u32_at(h, 8);
         if version != VERSION {
-            return Err(Error::Corrupt(format!("unsupported container version {version} (this build reads {VERSION})")));
+            return Err(Error::Corrupt(format!(
+                "unsupported container version {version} (this build reads {VERSION})"
+            )));
         }
         let flags = u32_at(h, 12);
         if flags != 0 {
@@ -530,7 +539,8 @@ mod tests {
             records: vec![
                 Record::verbatim(b"{\"header\":1}", None),
                 Record::tensor(&data, DType::Bf16, Options::default(), Some("layer.0".into()), fake_compress).unwrap(),
-                Record::tensor(&data[..33], DType::E4m3, Options::SIGN_PACK, Some(String::new()), fake_compress).unwrap(),
+                Record::tensor(&data[..33], DType::E4m3, Options::SIGN_PACK, Some(String::new()), fake_compress)
+                    .unwrap(),
                 Record::verbatim(b"", Some("tail".into())),
             ],
         }
@@ -631,7 +641,9 @@ mod tests {
         // A wrong decoded-bytes CRC is only visible after decoding.
         let b = with_record_field(&bytes, 32, &0u32.to_le_bytes());
         let p = Container::parse(&b).unwrap();
-        assert!(matches!(p.decode(fake_decompress), Err(Error::Corrupt(m)) if m.contains("record 0 (tensor)") && m.contains("CRC")));
+        assert!(
+            matches!(p.decode(fake_decompress), Err(Error::Corrupt(m)) if m.contains("record 0 (tensor)") && m.contains("CRC"))
+        );
     }
 
     #[test]

@@ -125,7 +125,8 @@ impl<'a> LitParser<'a> {
             }
             Some(c) if c.is_ascii_alphabetic() => {
                 let start = self.pos;
-                while self.pos < self.s.len() && (self.s[self.pos].is_ascii_alphanumeric() || self.s[self.pos] == b'_') {
+                while self.pos < self.s.len() && (self.s[self.pos].is_ascii_alphanumeric() || self.s[self.pos] == b'_')
+                {
                     self.pos += 1;
                 }
                 match &self.s[start..self.pos] {
@@ -192,7 +193,12 @@ fn parse_descr(s: &str) -> Result<Descr, String> {
     let n: Option<u64> = if digits.is_empty() {
         None
     } else {
-        Some(std::str::from_utf8(digits).ok().and_then(|d| d.parse().ok()).ok_or_else(|| format!("descr `{s}`: size out of range"))?)
+        Some(
+            std::str::from_utf8(digits)
+                .ok()
+                .and_then(|d| d.parse().ok())
+                .ok_or_else(|| format!("descr `{s}`: size out of range"))?,
+        )
     };
     let tail_ok = match kind {
         b'm' | b'M' => tail.is_empty() || (tail.starts_with(b"[") && tail.ends_with(b"]") && tail.len() <= 12),
@@ -244,7 +250,9 @@ fn elem_of(descr_text: &str, d: &Descr, dtype: Option<DType>) -> Result<Elem, St
     match (act, dtype) {
         (Some(Elem::Act(DType::F16)), Some(DType::F16) | None) => Ok(Elem::Act(DType::F16)),
         (Some(Elem::F32), Some(DType::Bf16) | None) => Ok(Elem::F32),
-        (Some(_), Some(t)) | (None, Some(t)) => Err(format!("--dtype {t} does not fit the file's descr `{descr_text}`")),
+        (Some(_), Some(t)) | (None, Some(t)) => {
+            Err(format!("--dtype {t} does not fit the file's descr `{descr_text}`"))
+        }
         (None, None) if !little && d.kind == b'f' => Ok(Elem::Other(format!("`{descr_text}` is big-endian"))),
         (None, None) => Ok(Elem::Other(format!("`{descr_text}` is not an activation dtype"))),
         (Some(e), None) => Ok(e),
@@ -265,7 +273,10 @@ pub fn parse(bytes: &[u8], dtype: Option<DType>, name: &str) -> Result<ParsedFil
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as u64, 10usize),
         2 | 3 => {
             if bytes.len() < 12 {
-                return Err(FileError::file(format!("truncated: {} bytes, shorter than the .npy preamble", bytes.len())));
+                return Err(FileError::file(format!(
+                    "truncated: {} bytes, shorter than the .npy preamble",
+                    bytes.len()
+                )));
             }
             (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as u64, 12)
         }
@@ -339,7 +350,14 @@ pub fn parse(bytes: &[u8], dtype: Option<DType>, name: &str) -> Result<ParsedFil
     Ok(ParsedFile {
         kind: Kind::Npy,
         header: 0..data_start,
-        tensors: vec![Tensor { name: name.to_string(), dtype_name: descr_text, elem, shape, elements, range: data_start..bytes.len() }],
+        tensors: vec![Tensor {
+            name: name.to_string(),
+            dtype_name: descr_text,
+            elem,
+            shape,
+            elements,
+            range: data_start..bytes.len(),
+        }],
     })
 }
 
@@ -408,7 +426,8 @@ mod tests {
         b[6] = 9;
         assert!(parse(&b, None, "x").unwrap_err().message.contains("version 9"));
         assert!(parse(b"\x93NUMPY", None, "x").unwrap_err().message.contains("truncated"));
-        let deep = format!("{{'descr': {}1{}, 'fortran_order': False, 'shape': (1,)}}", "[".repeat(100), "]".repeat(100));
+        let deep =
+            format!("{{'descr': {}1{}, 'fortran_order': False, 'shape': (1,)}}", "[".repeat(100), "]".repeat(100));
         let mut b = NPY_MAGIC.to_vec();
         b.extend_from_slice(&[1, 0]);
         b.extend_from_slice(&(deep.len() as u16).to_le_bytes());

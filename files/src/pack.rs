@@ -80,7 +80,13 @@ mod tests {
         let f32s: Vec<u8> = (0..10u32).flat_map(|i| (i as f32 - 3.0).to_le_bytes()).collect();
         let ids = [1u8, 0, 0, 0, 0, 0, 0, 0];
         let b = safetensors::write(
-            &[("r", "BF16", &[50, 100], &relu), ("n", "F8_E4M3", &[300], &neg), ("f", "F32", &[10], &f32s), ("i", "I64", &[1], &ids), ("e", "F16", &[0], &[])],
+            &[
+                ("r", "BF16", &[50, 100], &relu),
+                ("n", "F8_E4M3", &[300], &neg),
+                ("f", "F32", &[10], &f32s),
+                ("i", "I64", &[1], &ids),
+                ("e", "F16", &[0], &[]),
+            ],
             None,
         );
         let p = ParsedFile::parse(&b, Kind::Safetensors, None, "").unwrap();

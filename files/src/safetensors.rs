@@ -116,10 +116,8 @@ fn parse_entry(name: &str, v: &Value, header_end: usize, data_len: usize) -> Res
     let Value::Object(m) = v else {
         return Err(err("entry is not a JSON object".into()));
     };
-    let dtype_name = m
-        .get("dtype")
-        .and_then(Value::as_str)
-        .ok_or_else(|| err("missing or non-string `dtype`".into()))?;
+    let dtype_name =
+        m.get("dtype").and_then(Value::as_str).ok_or_else(|| err("missing or non-string `dtype`".into()))?;
     let dtype: ::safetensors::Dtype = serde_json::from_value(Value::String(dtype_name.to_string()))
         .map_err(|_| err(format!("unknown dtype `{dtype_name}` (not a safetensors dtype)")))?;
     let shape = as_u64_list(m.get("shape"))
@@ -197,10 +195,7 @@ fn check_layout(tensors: &mut [Tensor], header_end: usize, data_len: usize) -> R
         prev = Some(t);
     }
     if pos != header_end + data_len {
-        return Err(FileError::file(format!(
-            "bytes {}..{data_len} of the data section belong to no tensor",
-            rel(pos)
-        )));
+        return Err(FileError::file(format!("bytes {}..{data_len} of the data section belong to no tensor", rel(pos))));
     }
     Ok(())
 }
@@ -294,7 +289,10 @@ mod tests {
         assert!(e.message.contains("belong to no tensor"), "{e}");
         let e = err(&with_header(r#"{"x":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}"#, &[0; 3]));
         assert!(e.tensor.is_none() && e.message.contains("belong to no tensor"), "{e}");
-        let e = err(&with_header(r#"{"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"x":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}"#, &[0; 2]));
+        let e = err(&with_header(
+            r#"{"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"x":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}"#,
+            &[0; 2],
+        ));
         assert!(e.message.contains("duplicate key `x`"), "{e}");
         let e = err(&with_header(r#"{"x":{"dtype":"U8","shape":[-1],"data_offsets":[0,1]}}"#, &[0; 1]));
         assert!(e.message.contains("shape"), "{e}");

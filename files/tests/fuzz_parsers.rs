@@ -16,9 +16,9 @@ mod mutants;
 
 use mutants::*;
 
+use bitsparse::{cpu, DType, Options};
 use bitsparse_files::container::Container;
 use bitsparse_files::{npy, pack, safetensors, Elem, FileError, Kind, ParsedFile};
-use bitsparse::{cpu, DType, Options};
 use proptest::prelude::*;
 
 /// The checks every accepted file must pass (see the module comment).
@@ -295,7 +295,9 @@ fn corpus_replays() {
         let parsed: Result<(), String> = match ext {
             "safetensors" => safetensors::parse(&bytes).map(|_| ()).map_err(|e| e.to_string()),
             "npy" => npy::parse(&bytes, None, "t").map(|_| ()).map_err(|e| e.to_string()),
-            "bsp" => Container::parse(&bytes).and_then(|c| c.decode(cpu::decompress)).map(|_| ()).map_err(|e| e.to_string()),
+            "bsp" => {
+                Container::parse(&bytes).and_then(|c| c.decode(cpu::decompress)).map(|_| ()).map_err(|e| e.to_string())
+            }
             other => panic!("{name}: unknown corpus extension `{other}`"),
         };
         if name.starts_with("bad-") {
@@ -348,12 +350,24 @@ fn write_corpus() {
         ("bad-shape-vs-bytes.safetensors", hdr(r#"{"x":{"dtype":"BF16","shape":[3],"data_offsets":[0,4]}}"#, &[0; 4])),
         (
             "bad-overlap.safetensors",
-            hdr(r#"{"x":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"y":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}}"#, &[0; 4]),
+            hdr(
+                r#"{"x":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"y":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}}"#,
+                &[0; 4],
+            ),
         ),
         ("bad-out-of-range.safetensors", hdr(r#"{"x":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}}"#, &[0; 4])),
         ("bad-gap.safetensors", hdr(r#"{"x":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}}"#, &[0; 4])),
-        ("bad-shape-overflow.safetensors", hdr(r#"{"x":{"dtype":"U8","shape":[4294967296,4294967296,16],"data_offsets":[0,0]}}"#, &[])),
-        ("bad-duplicate-name.safetensors", hdr(r#"{"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"x":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}"#, &[0; 2])),
+        (
+            "bad-shape-overflow.safetensors",
+            hdr(r#"{"x":{"dtype":"U8","shape":[4294967296,4294967296,16],"data_offsets":[0,0]}}"#, &[]),
+        ),
+        (
+            "bad-duplicate-name.safetensors",
+            hdr(
+                r#"{"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"x":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}"#,
+                &[0; 2],
+            ),
+        ),
         ("bad-subbyte.safetensors", hdr(r#"{"x":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}"#, &[0; 2])),
         ("bad-header-past-end.npy", npy_lying),
         ("bad-data-short.npy", npy_ok[..npy_ok.len() - 1].to_vec()),

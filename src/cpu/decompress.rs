@@ -50,9 +50,10 @@ pub fn decompress(stream: &[u8]) -> Result<Vec<u8>> {
 pub fn decompress_range(stream: &[u8], start: u64, len: u64) -> Result<Vec<u8>> {
     let p = parse(stream)?;
     let n = p.layout.n;
-    let end = start.checked_add(len).filter(|&e| e <= n).ok_or_else(|| {
-        Error::InvalidArgument(format!("range {start}+{len} is outside the tensor of {n} elements"))
-    })?;
+    let end = start
+        .checked_add(len)
+        .filter(|&e| e <= n)
+        .ok_or_else(|| Error::InvalidArgument(format!("range {start}+{len} is outside the tensor of {n} elements")))?;
     let eb = p.layout.dtype.bytes();
     if len == 0 {
         return Ok(Vec::new());

@@ -14,9 +14,9 @@
 //! * [`synthetic_relu2`] / [`synthetic_bits`] make deterministic test and demo data.
 
 pub mod act;
-pub mod fp8;
 mod compress;
 mod decompress;
+pub mod fp8;
 mod place;
 mod synth;
 mod validate;

@@ -31,14 +31,30 @@ impl SplitMix64 {
 /// Inverse of the standard normal CDF (Acklam's rational approximation, relative error < 1.2e-9),
 /// for `p` in (0, 1).
 fn inv_norm_cdf(p: f64) -> f64 {
-    const A: [f64; 6] = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.38357751867269e2, -3.066479806614716e1, 2.506628277459239];
-    const B: [f64; 5] = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
-    const C: [f64; 6] = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.38357751867269e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] =
+        [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
     const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
     const P_LOW: f64 = 0.02425;
     if p < P_LOW {
         let q = (-2.0 * p.ln()).sqrt();
-        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5]) / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
     } else if p <= 1.0 - P_LOW {
         let q = p - 0.5;
         let r = q * q;
@@ -120,8 +136,10 @@ pub fn synthetic_relu2(n: usize, density: f64, dtype: DType, seed: u64) -> Vec<u
 
 /// Raw bit patterns that must survive a round trip: signed zero, infinities, NaN payloads, subnormals,
 /// all ones (for BF16 and F16 alike).
-const SPECIAL16: [u16; 15] =
-    [0x8000, 0xFFFF, 0x7FFF, 0x7FC0, 0x7FC1, 0xFFC1, 0x7F80, 0xFF80, 0x7C00, 0xFC00, 0x7E01, 0x0001, 0x8001, 0x03FF, 0x007F];
+const SPECIAL16: [u16; 15] = [
+    0x8000, 0xFFFF, 0x7FFF, 0x7FC0, 0x7FC1, 0xFFC1, 0x7F80, 0xFF80, 0x7C00, 0xFC00, 0x7E01, 0x0001, 0x8001, 0x03FF,
+    0x007F,
+];
 /// The same for FP8 e4m3 (0x7F / 0xFF are NaN) and e5m2 (0x7C infinity, 0x7D NaN).
 const SPECIAL8: [u16; 10] = [0x80, 0xFF, 0x7F, 0x01, 0x81, 0x7E, 0x7C, 0xFC, 0x7D, 0x08];
 

@@ -8,7 +8,7 @@
 
 use super::words::{popcount_words, word, word_range};
 use crate::error::{Error, Result};
-use crate::format::{stream_words, status, Header, Layout, HEADER_BYTES, HEADER_WORDS, TILE_MASK_WORDS};
+use crate::format::{status, stream_words, Header, Layout, HEADER_BYTES, HEADER_WORDS, TILE_MASK_WORDS};
 
 /// Where one tile's stream lies in the values section, in words.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -104,7 +104,9 @@ pub(crate) fn parse(stream: &[u8]) -> Result<Parsed<'_>> {
     for (t, entry) in table.chunks_exact(4).enumerate() {
         let offset = u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]) as u64;
         let first = t as u64 * TILE_MASK_WORDS as u64;
-        let count = popcount_words(word_range(mask, first, (layout.mask_words - first).min(TILE_MASK_WORDS as u64)).unwrap_or(&[]));
+        let count = popcount_words(
+            word_range(mask, first, (layout.mask_words - first).min(TILE_MASK_WORDS as u64)).unwrap_or(&[]),
+        );
         let words = stream_words(count, width);
         // Empty tiles are checked too: their entry is never read, but every writer puts the position
         // its stream would have had, so an entry past VALUE_WORDS is damage.

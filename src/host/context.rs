@@ -108,9 +108,9 @@ impl GpuContext {
         let adapter = match &choice.adapter {
             Some(sub) => {
                 let sub = sub.to_ascii_lowercase();
-                adapters.into_iter().find(|a| a.get_info().name.to_ascii_lowercase().contains(&sub)).ok_or_else(|| {
-                    Error::NoAdapter(format!("no adapter whose name contains `{sub}` (see `bitsparse info`)"))
-                })?
+                adapters.into_iter().find(|a| a.get_info().name.to_ascii_lowercase().contains(&sub)).ok_or_else(
+                    || Error::NoAdapter(format!("no adapter whose name contains `{sub}` (see `bitsparse info`)")),
+                )?
             }
             None => {
                 let inst = instance(backends);

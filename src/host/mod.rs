@@ -26,11 +26,14 @@ fn piece_tiles(codec: &Codec, dtype: DType) -> u64 {
 }
 
 fn le_words(bytes: &[u8]) -> Vec<u32> {
-    bytes.chunks(4).map(|c| {
-        let mut w = [0u8; 4];
-        w[..c.len()].copy_from_slice(c);
-        u32::from_le_bytes(w)
-    }).collect()
+    bytes
+        .chunks(4)
+        .map(|c| {
+            let mut w = [0u8; 4];
+            w[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(w)
+        })
+        .collect()
 }
 
 fn words_to_bytes(words: &[u32]) -> Vec<u8> {
@@ -64,9 +67,17 @@ pub fn read_compressed(device: &wgpu::Device, queue: &wgpu::Queue, c: &Compresse
     check_status(&h, &c.layout)?;
     let l = &c.layout;
     match c.placement {
-        Placement::Compact => sync::read_buffer(device, queue, &c.buffer, c.offset, l.compact_bytes(h.value_words as u64)),
+        Placement::Compact => {
+            sync::read_buffer(device, queue, &c.buffer, c.offset, l.compact_bytes(h.value_words as u64))
+        }
         Placement::Chunked { .. } => {
-            let raw = sync::read_buffer(device, queue, &c.buffer, c.offset, (l.values_offset * 4 + h.value_words as u64 * 4).min(c.size))?;
+            let raw = sync::read_buffer(
+                device,
+                queue,
+                &c.buffer,
+                c.offset,
+                (l.values_offset * 4 + h.value_words as u64 * 4).min(c.size),
+            )?;
             compact_stream(&raw)
         }
     }
@@ -78,7 +89,14 @@ pub fn compact_stream(stream: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// Compresses `data` (little-endian elements of `dtype`) on the GPU; returns the compact stream.
-pub fn compress_to_vec(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
+pub fn compress_to_vec(
+    codec: &Codec,
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    data: &[u8],
+    dtype: DType,
+    options: Options,
+) -> Result<Vec<u8>> {
     let eb = dtype.bytes() as usize;
     if data.len() % eb != 0 {
         return Err(Error::PartialElement { bytes: data.len() as u64, elem_bytes: eb as u64 });
@@ -124,7 +142,15 @@ fn storage_buffer(device: &wgpu::Device, label: &str, contents: &[u8], extra: wg
     })
 }
 
-fn compress_piece(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, bytes: &[u8], dtype: DType, n: u64, options: Options) -> Result<Vec<u8>> {
+fn compress_piece(
+    codec: &Codec,
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    bytes: &[u8],
+    dtype: DType,
+    n: u64,
+    options: Options,
+) -> Result<Vec<u8>> {
     let input = storage_buffer(device, "bitsparse.host.input", bytes, wgpu::BufferUsages::empty());
     let cap = codec.output_capacity(dtype, n, options)?;
     let output = device.create_buffer(&wgpu::BufferDescriptor {
@@ -133,8 +159,16 @@ fn compress_piece(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, byt
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
-    let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.host.compress") });
-    let c = codec.compress(&mut enc, BufferRange::new(&input, 0, bytes.len() as u64), dtype, n, options, BufferRange::new(&output, 0, cap))?;
+    let mut enc =
+        device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.host.compress") });
+    let c = codec.compress(
+        &mut enc,
+        BufferRange::new(&input, 0, bytes.len() as u64),
+        dtype,
+        n,
+        options,
+        BufferRange::new(&output, 0, cap),
+    )?;
     sync::submit(queue, [enc.finish()]);
     read_compressed(device, queue, &c)
 }
@@ -201,7 +235,13 @@ pub fn decompress_to_vec(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Que
     Ok(out)
 }
 
-fn decompress_piece(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, stream: &[u8], layout: &Layout) -> Result<Vec<u8>> {
+fn decompress_piece(
+    codec: &Codec,
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    stream: &[u8],
+    layout: &Layout,
+) -> Result<Vec<u8>> {
     let dense = layout.dense_bytes();
     if dense == 0 {
         return Ok(Vec::new());
@@ -213,8 +253,15 @@ fn decompress_piece(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, s
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
-    let c = Compressed { layout: *layout, buffer: input.clone(), offset: 0, size: input.size(), placement: Placement::Compact };
-    let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.host.decompress") });
+    let c = Compressed {
+        layout: *layout,
+        buffer: input.clone(),
+        offset: 0,
+        size: input.size(),
+        placement: Placement::Compact,
+    };
+    let mut enc =
+        device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.host.decompress") });
     codec.decompress(&mut enc, &c, BufferRange::new(&output, 0, dense))?;
     sync::submit(queue, [enc.finish()]);
     sync::read_buffer(device, queue, &output, 0, dense)

@@ -41,10 +41,7 @@ pub fn submit<I: IntoIterator<Item = wgpu::CommandBuffer>>(queue: &wgpu::Queue, 
 /// Blocks until all submitted work is done (counted).
 pub fn wait_idle(device: &wgpu::Device) -> Result<()> {
     count();
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map(|_| ())
-        .map_err(|e| Error::Sync(e.to_string()))
+    device.poll(wgpu::PollType::wait_indefinitely()).map(|_| ()).map_err(|e| Error::Sync(e.to_string()))
 }
 
 /// Polls without blocking (counted): drives pending `map_async` callbacks.
@@ -64,7 +61,13 @@ pub fn map_read_async(
 
 /// Reads `size` bytes at `offset` of a buffer with `COPY_SRC` usage: copies them into a staging buffer,
 /// submits, waits, maps. For tests, the CLI and tools, never for the training path.
-pub fn read_buffer(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u8>> {
+pub fn read_buffer(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    buffer: &wgpu::Buffer,
+    offset: u64,
+    size: u64,
+) -> Result<Vec<u8>> {
     if size == 0 {
         return Ok(Vec::new());
     }
@@ -84,9 +87,7 @@ pub fn read_buffer(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Bu
         let _ = tx.send(r);
     });
     wait_idle(device)?;
-    rx.recv()
-        .map_err(|e| Error::Sync(e.to_string()))?
-        .map_err(|e| Error::Sync(e.to_string()))?;
+    rx.recv().map_err(|e| Error::Sync(e.to_string()))?.map_err(|e| Error::Sync(e.to_string()))?;
     let data = slice.get_mapped_range().map_err(|e| Error::Sync(format!("{e:?}")))?;
     let mut out = data[..size as usize].to_vec();
     out.truncate(size as usize);

@@ -5,11 +5,7 @@
 //! This file is shared with `build.rs`, which validates every variant of every shader with naga.
 
 /// Expands includes (looked up with `lookup`) and conditionals (`defines` are the names that are true).
-pub fn preprocess(
-    name: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-    defines: &[&str],
-) -> Result<String, String> {
+pub fn preprocess(name: &str, lookup: &dyn Fn(&str) -> Option<String>, defines: &[&str]) -> Result<String, String> {
     let mut out = String::new();
     expand(name, lookup, defines, &mut out, 0)?;
     Ok(out)

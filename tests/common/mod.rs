@@ -54,14 +54,25 @@ pub fn data(n: usize, density: f64, dtype: bitsparse::DType, sign_pack: bool, se
 }
 
 /// One case: GPU bytes equal CPU bytes, and each side decodes the other's stream bit-exactly.
-pub fn round_trip(ctx: &GpuContext, codec: &bitsparse::Codec, bytes: &[u8], dtype: bitsparse::DType, options: bitsparse::Options, what: &str) {
+pub fn round_trip(
+    ctx: &GpuContext,
+    codec: &bitsparse::Codec,
+    bytes: &[u8],
+    dtype: bitsparse::DType,
+    options: bitsparse::Options,
+    what: &str,
+) {
     use bitsparse::{cpu, host};
     let cpu_stream = cpu::compress(bytes, dtype, options).unwrap_or_else(|e| panic!("{what}: cpu compress: {e}"));
     let gpu_stream = host::compress_to_vec(codec, &ctx.device, &ctx.queue, bytes, dtype, options)
         .unwrap_or_else(|e| panic!("{what}: gpu compress: {e}"));
     if gpu_stream != cpu_stream {
         let first = gpu_stream.iter().zip(&cpu_stream).position(|(a, b)| a != b);
-        panic!("{what}: GPU stream differs from CPU stream (lengths {} vs {}, first differing byte {first:?})", gpu_stream.len(), cpu_stream.len());
+        panic!(
+            "{what}: GPU stream differs from CPU stream (lengths {} vs {}, first differing byte {first:?})",
+            gpu_stream.len(),
+            cpu_stream.len()
+        );
     }
     let back = cpu::decompress(&gpu_stream).unwrap_or_else(|e| panic!("{what}: cpu decompress of gpu stream: {e}"));
     assert!(back == bytes, "{what}: CPU decode of GPU stream differs");
@@ -118,7 +129,11 @@ pub fn preact(n: usize, seed: u64, exp_min: u16, exp_span: u64, inf: bool) -> Ve
                 let sign = (s & 1) as u16;
                 let exp = exp_min + ((s >> 8) % exp_span) as u16;
                 let man = ((s >> 20) & 0x7f) as u16;
-                if (s >> 40) % 5 < 3 { 0 } else { sign << 15 | exp << 7 | man }
+                if (s >> 40) % 5 < 3 {
+                    0
+                } else {
+                    sign << 15 | exp << 7 | man
+                }
             }
         };
         out.extend_from_slice(&v.to_le_bytes());

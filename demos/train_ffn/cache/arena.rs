@@ -103,7 +103,16 @@ impl HiddenCache for ArenaCache {
         let (z, a) = (BufferRange::new(&self.z, 0, bytes), BufferRange::new(&self.a_scratch, 0, bytes));
         let slot = match self.fp8 {
             None => self.arena.fused_forward(enc, z, self.n, Activation::Relu2, self.options, a)?,
-            Some(format) => self.arena.fused_forward_fp8(enc, z, self.n, Activation::Relu2, format, Fp8Scale::Delayed, self.options, a)?,
+            Some(format) => self.arena.fused_forward_fp8(
+                enc,
+                z,
+                self.n,
+                Activation::Relu2,
+                format,
+                Fp8Scale::Delayed,
+                self.options,
+                a,
+            )?,
         };
         self.slots[l] = Some(slot);
         Ok(())
@@ -172,4 +181,3 @@ impl HiddenCache for ArenaCache {
         Ok(CacheBytes { slack: status.used_bytes.saturating_sub(streams), reserved: status.capacity_bytes, layers })
     }
 }
-

@@ -34,7 +34,17 @@ impl CodecCache {
         let slots = (0..cfg.layers).map(|_| gpu.buffer("cache.slot", cap)).collect();
         let fwd = act_forward(gpu, bufs.z, &r_scratch, &a_scratch, n / 2)?;
         let bwd = act_backward(gpu, &r_scratch, bufs.g, bufs.dz, Some(&a_scratch), n / 2)?;
-        Ok(CodecCache { codec, r_scratch, a_scratch, slots, compressed: vec![None; cfg.layers as usize], layout, options, fwd, bwd })
+        Ok(CodecCache {
+            codec,
+            r_scratch,
+            a_scratch,
+            slots,
+            compressed: vec![None; cfg.layers as usize],
+            layout,
+            options,
+            fwd,
+            bwd,
+        })
     }
 }
 
@@ -51,7 +61,14 @@ impl HiddenCache for CodecCache {
     fn forward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()> {
         record(enc, "cache.forward", std::slice::from_ref(&self.fwd));
         let input = BufferRange::new(&self.r_scratch, 0, self.layout.dense_bytes());
-        let c = self.codec.compress(enc, input, DType::Bf16, self.layout.n, self.options, BufferRange::whole(&self.slots[l]))?;
+        let c = self.codec.compress(
+            enc,
+            input,
+            DType::Bf16,
+            self.layout.n,
+            self.options,
+            BufferRange::whole(&self.slots[l]),
+        )?;
         self.compressed[l] = Some(c);
         Ok(())
     }
@@ -74,4 +91,3 @@ impl HiddenCache for CodecCache {
         Ok(CacheBytes { reserved: layers.iter().map(|l| l.reserved).sum(), layers, slack: 0 })
     }
 }
-

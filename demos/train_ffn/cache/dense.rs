@@ -63,4 +63,3 @@ impl HiddenCache for DenseCache {
         Ok(CacheBytes { reserved: per * layers.len() as u64, layers, slack: 0 })
     }
 }
-

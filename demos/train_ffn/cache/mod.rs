@@ -114,7 +114,13 @@ pub(super) fn hidden_elems(cfg: &Config) -> u64 {
 }
 
 /// The trainer's dense forward activation kernel: z → r (kept) and a.
-pub(super) fn act_forward(gpu: &mut Gpu, z: &wgpu::Buffer, r: &wgpu::Buffer, a: &wgpu::Buffer, words: u64) -> Result<Dispatch> {
+pub(super) fn act_forward(
+    gpu: &mut Gpu,
+    z: &wgpu::Buffer,
+    r: &wgpu::Buffer,
+    a: &wgpu::Buffer,
+    words: u64,
+) -> Result<Dispatch> {
     gpu.dispatch(
         "act_forward",
         Kernel::ActForward,
@@ -125,11 +131,23 @@ pub(super) fn act_forward(gpu: &mut Gpu, z: &wgpu::Buffer, r: &wgpu::Buffer, a: 
 }
 
 /// The trainer's dense backward activation kernel: (r, g) → dz, and a when asked.
-pub(super) fn act_backward(gpu: &mut Gpu, r: &wgpu::Buffer, g: &wgpu::Buffer, dz: &wgpu::Buffer, a: Option<&wgpu::Buffer>, words: u64) -> Result<Dispatch> {
+pub(super) fn act_backward(
+    gpu: &mut Gpu,
+    r: &wgpu::Buffer,
+    g: &wgpu::Buffer,
+    dz: &wgpu::Buffer,
+    a: Option<&wgpu::Buffer>,
+    words: u64,
+) -> Result<Dispatch> {
     let mut binds = vec![Bind::whole(r), Bind::whole(g), Bind::whole(dz)];
     if let Some(a) = a {
         binds.push(Bind::whole(a));
     }
-    gpu.dispatch("act_backward", Kernel::ActBackward, [words as u32, a.is_some() as u32, 0, 0, 0, 0, 0, 0], &binds, grid_1d(words))
+    gpu.dispatch(
+        "act_backward",
+        Kernel::ActBackward,
+        [words as u32, a.is_some() as u32, 0, 0, 0, 0, 0, 0],
+        &binds,
+        grid_1d(words),
+    )
 }
-

@@ -75,7 +75,9 @@ pub fn recompute_crcs(mut b: Vec<u8>) -> Vec<u8> {
         let name_len = u32::from_le_bytes(b[pos + 4..pos + 8].try_into().unwrap()) as usize;
         let stored_len = u64_at(&b, pos + 24);
         let name_end = pos + 48 + name_len;
-        let Some(end) = usize::try_from(stored_len).ok().and_then(|l| name_end.checked_add(l)).filter(|&e| e <= b.len()) else {
+        let Some(end) =
+            usize::try_from(stored_len).ok().and_then(|l| name_end.checked_add(l)).filter(|&e| e <= b.len())
+        else {
             break;
         };
         let stored = b[name_end..end].to_vec();
@@ -122,4 +124,3 @@ pub fn judge(m: &[u8]) -> Result<Vec<u8>, String> {
 pub fn corpus_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../files/tests/corpus")
 }
-
