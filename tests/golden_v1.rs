@@ -661,6 +661,7 @@ fn containers() -> Vec<(&'static str, Vec<u8>)> {
 fn golden_v1_regenerate() {
     let d = dir();
     std::fs::create_dir_all(&d).unwrap();
+    #[allow(clippy::type_complexity)]
     let mut files: Vec<(String, Kind, Vec<u8>, Option<Vec<u8>>)> = Vec::new();
     for spec in stream_specs() {
         files.push((spec.name.to_string(), Kind::Stream, make_stream(&spec), Some(spec.data.clone())));

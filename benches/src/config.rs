@@ -205,6 +205,20 @@ fn parse_list<T>(s: &str, what: &str, f: impl Fn(&str) -> Option<T>) -> Result<V
         .collect()
 }
 
+/// The codec's A/B knobs from the environment, for the bench, the CLI and the device runs (the library
+/// itself reads no environment): `BITSPARSE_STAGING` (`auto`, `words`, `halves`),
+/// `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.LOOKBACK_PER_LANE=4`) and `BITSPARSE_CHECKED_SHADERS`
+/// (`1`/`true`: wgpu's runtime checks back on, a debugging aid).
+pub fn codec_config_from_env() -> Result<bitsparse::CodecConfig> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    Ok(bitsparse::CodecConfig {
+        staging: var("BITSPARSE_STAGING").map(|v| bitsparse::Staging::parse(&v)).transpose()?,
+        kernel_constants: var("BITSPARSE_KERNEL_CONSTANTS"),
+        checked_shaders: var("BITSPARSE_CHECKED_SHADERS").is_some_and(|v| is_true(&v)),
+        ..bitsparse::CodecConfig::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,18 +241,4 @@ mod tests {
         assert!(g.sizes.iter().any(|&s| s >= 200_000_000));
         assert!(g.reps >= 20);
     }
-}
-
-/// The codec's A/B knobs from the environment, for the bench, the CLI and the device runs (the library
-/// itself reads no environment): `BITSPARSE_STAGING` (`auto`, `words`, `halves`),
-/// `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.LOOKBACK_PER_LANE=4`) and `BITSPARSE_CHECKED_SHADERS`
-/// (`1`/`true`: wgpu's runtime checks back on, a debugging aid).
-pub fn codec_config_from_env() -> Result<bitsparse::CodecConfig> {
-    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    Ok(bitsparse::CodecConfig {
-        staging: var("BITSPARSE_STAGING").map(|v| bitsparse::Staging::parse(&v)).transpose()?,
-        kernel_constants: var("BITSPARSE_KERNEL_CONSTANTS"),
-        checked_shaders: var("BITSPARSE_CHECKED_SHADERS").is_some_and(|v| is_true(&v)),
-        ..bitsparse::CodecConfig::default()
-    })
 }

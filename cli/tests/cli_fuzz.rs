@@ -35,7 +35,7 @@ fn mutated_containers_through_the_cli() {
         let seed = &seeds[case % seeds.len()];
         // Mostly one or two byte edits (many land in values and stay spec-valid), sometimes a cut.
         let edits: Vec<(usize, u8)> = (0..1 + next() % 2).map(|_| (next(), next() as u8)).collect();
-        let cut = (case % 7 == 3).then(|| next());
+        let cut = (case % 7 == 3).then(&mut next);
         let m = recompute_crcs(mutate(seed.clone(), &edits, &None, cut));
         let (inp, out) = (tmp.join(format!("m{case}.bsp")), tmp.join(format!("m{case}.out")));
         std::fs::write(&inp, &m).unwrap();
