@@ -4,7 +4,7 @@
 // compress mostly reads), and the copy moves equal halves.
 //
 // Why a shader and not `copy_buffer_to_buffer`: on the H200 wgpu's buffer copy ran at 0.85 TB/s against
-// 4.27 TB/s for this kind of shader (see shared/DEVICE.md), and the codec's kernels are shaders too, so the
+// 4.27 TB/s for this kind of shader (see docs/DEVICE.md), and the codec's kernels are shaders too, so the
 // copy they are compared with must be the fastest a shader gets.
 //
 // One vec4 (16 bytes) per invocation and iteration of a grid-stride loop. The host caps the grid at

@@ -330,7 +330,7 @@ pub fn binary_entropy(p: f64) -> f64 {
     }
 }
 
-/// The entropy bound of CONVENTIONS.md in bits per element: `H(ρ) + (b − s)·ρ`.
+/// The entropy bound of docs/CONVENTIONS.md in bits per element: `H(ρ) + (b − s)·ρ`.
 pub fn entropy_bound_bits(density: f64, dtype: DType, sign_pack: bool) -> f64 {
     binary_entropy(density) + dtype.value_width(sign_pack) as f64 * density
 }

@@ -71,7 +71,7 @@ pub trait Case {
     fn op(&self) -> Op;
     /// Sign packing (false for ops it does not apply to).
     fn sign_pack(&self) -> bool;
-    /// Bytes that must move (CONVENTIONS.md).
+    /// Bytes that must move (docs/CONVENTIONS.md).
     fn bytes_moved(&self) -> u64;
     /// Buffers the case writes or reads besides the batch input (for the fence).
     fn buffers(&self) -> Vec<&wgpu::Buffer>;

@@ -1,7 +1,7 @@
 //! What a benchmark run sweeps, and the defaults that depend on the adapter.
 //!
 //! Every sweep axis is optional: `None` means "the default for this adapter", so the same config gives a
-//! long sweep on a real GPU and one that ends in minutes on a CPU adapter (CONVENTIONS.md: sizes ≤ 16M
+//! long sweep on a real GPU and one that ends in minutes on a CPU adapter (docs/CONVENTIONS.md: sizes ≤ 16M
 //! elements, ≥ 5 repetitions there). Environment variables (`BITSPARSE_BENCH_*`) fill the fields a
 //! program left empty, so `cargo bench` and `bitsparse bench` can be steered the same way.
 
@@ -15,7 +15,7 @@ use super::op::Op;
 pub const HEADLINE_ELEMENTS: u64 = 65536 * 3072;
 /// Nominal densities of the sweep (issue 4).
 pub const DENSITIES: [f64; 6] = [0.5, 0.3, 0.176, 0.1, 0.05, 0.01];
-/// Largest size CONVENTIONS.md allows in the default sweep of a CPU adapter. The default stops at 4M:
+/// Largest size docs/CONVENTIONS.md allows in the default sweep of a CPU adapter. The default stops at 4M:
 /// with every op (nine cases per BF16 batch) 16M took 5.7 minutes on a loaded 2-core lavapipe machine.
 pub const CPU_MAX_ELEMENTS: u64 = 16 << 20;
 

@@ -69,7 +69,7 @@ impl Stats {
     }
 
     /// Bytes of mask plus values: what compress writes besides the header and tile table, and what
-    /// decompress reads (the "bytes that must move" of CONVENTIONS.md, beside the dense side).
+    /// decompress reads (the "bytes that must move" of docs/CONVENTIONS.md, beside the dense side).
     pub fn mask_and_values_bytes(&self, layout: &Layout) -> u64 {
         (layout.mask_words + self.value_words(layout.dtype, layout.options)) * 4
     }

@@ -8,7 +8,7 @@
 //! after the ReLU ([`super::data::pre_activation_bf16`]), so the measured density and the stream sizes
 //! are those of the batch; `g` reuses `z`'s bits. The activation is ReLU².
 //!
-//! Bytes that must move (CONVENTIONS.md, issue 4):
+//! Bytes that must move (docs/CONVENTIONS.md, issue 4):
 //! - fused forward: read z; write a, mask, values;
 //! - fused backward: read mask, values, g; write dL/dz (the dense a is not asked for);
 //! - plain forward: read z, write a;

@@ -4,7 +4,7 @@
 //! GPU time comes from timestamp queries (median of the timed repetitions after warm-up and a clock
 //! spin-up), and each batch also times a WGSL copy shader interleaved with the kernels, so every row can
 //! say which fraction of the copy bandwidth it reaches (`copy_fraction`). The result is the JSON of
-//! `CONVENTIONS.md` ([`BenchReport`]); [`write_outputs`] adds a Markdown table and two SVG plots.
+//! `docs/CONVENTIONS.md` ([`BenchReport`]); [`write_outputs`] adds a Markdown table and two SVG plots.
 //!
 //! Why in the library and not in `benches/`: the CLI's `bitsparse bench` runs the same sweep, and a test
 //! (`tests/bench_smoke.rs`) runs it on lavapipe.

@@ -1,4 +1,4 @@
-//! The operations a benchmark row can measure, with their JSON names (CONVENTIONS.md).
+//! The operations a benchmark row can measure, with their JSON names (docs/CONVENTIONS.md).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! The benchmark report: the JSON of CONVENTIONS.md, its Markdown table, and writing the files.
+//! The benchmark report: the JSON of docs/CONVENTIONS.md, its Markdown table, and writing the files.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -59,7 +59,7 @@ pub struct BenchReport {
     /// The measurements.
     pub rows: Vec<Row>,
     /// Remarks for a reader (skipped sizes, missing ops, mismatches): in the Markdown, not the JSON,
-    /// whose fields CONVENTIONS.md fixes.
+    /// whose fields docs/CONVENTIONS.md fixes.
     #[serde(skip)]
     pub notes: Vec<String>,
     /// Context for the Markdown (codec path, limits, sweep): not in the JSON either.
@@ -189,7 +189,7 @@ pub fn default_out_dir(a: &AdapterReport) -> PathBuf {
     target.join("bench").join(adapter_slug(a))
 }
 
-/// Writes `text` to `path` through a temporary file beside it, renamed on success (CONVENTIONS.md: a
+/// Writes `text` to `path` through a temporary file beside it, renamed on success (docs/CONVENTIONS.md: a
 /// failed write leaves an existing file untouched).
 pub fn write_atomic(path: &Path, text: &[u8]) -> Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

@@ -3,7 +3,7 @@
 //!
 //! Per tensor: shape, elements, nonzeros, density, values with the sign bit set (sign packing is possible
 //! only without any), compressed bytes of each form, ratio (dense bytes ÷ stored bytes), the entropy
-//! bound of CONVENTIONS.md for each form and the share of it reached (`bound_fraction`, for the smallest
+//! bound of docs/CONVENTIONS.md for each form and the share of it reached (`bound_fraction`, for the smallest
 //! form the tensor allows: sign-packed where possible), and a histogram of per-tile densities. F32 tensors
 //! are analysed as BF16 after round-to-nearest-even (their dense bytes are then the BF16 bytes); other
 //! dtypes are listed as skipped.

@@ -1,7 +1,7 @@
 //! `bitsparse bench`: the benchmark sweep of `bitsparse_bench` (the same as `cargo bench`) on the chosen
 //! adapter, with a progress bar on stderr. Writes `bench.json`, `bench.md` and the two SVG plots into
 //! `--out DIR` (default `target/bench/<adapter>/`); prints the Markdown table, or with `--json` the bench
-//! JSON of CONVENTIONS.md, on stdout. The `BITSPARSE_BENCH_*` variables steer the sweep as for
+//! JSON of docs/CONVENTIONS.md, on stdout. The `BITSPARSE_BENCH_*` variables steer the sweep as for
 //! `cargo bench` (benches/README.md).
 
 use std::path::PathBuf;

@@ -140,7 +140,7 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
     let nonzeros = bitsparse::cpu::count_nonzeros(&data, dtype);
     let density = (n > 0).then(|| nonzeros as f64 / n as f64);
     let ratio = data.len() as f64 / stored as f64;
-    // CONVENTIONS.md: bound bits ÷ achieved bits, achieved = the whole tensor stream (not the container).
+    // docs/CONVENTIONS.md: bound bits ÷ achieved bits, achieved = the whole tensor stream (not the container).
     let bound_fraction = density.map(|d| entropy_bound_bits(d, dtype, a.sign_pack) * n as f64 / (stored as f64 * 8.0));
     if a.json {
         return print_json(&serde_json::json!({

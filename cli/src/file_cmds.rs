@@ -29,7 +29,7 @@ pub fn stem(path: &Path) -> String {
     path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// Prints a clap-style usage error and exits 2 (CONVENTIONS.md: usage errors are clap's, exit 2).
+/// Prints a clap-style usage error and exits 2 (docs/CONVENTIONS.md: usage errors are clap's, exit 2).
 pub fn usage_error(msg: &str) -> ! {
     use clap::CommandFactory;
     super::Cli::command().error(clap::error::ErrorKind::MissingRequiredArgument, msg).exit()

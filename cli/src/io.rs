@@ -7,7 +7,7 @@
 //!
 //! **Output** ([`Output::open`]), by what OUT is:
 //! - a regular file, or a name that does not exist yet: written to a temporary file in the same
-//!   directory and renamed over OUT only after everything succeeded (CONVENTIONS.md: a failed command
+//!   directory and renamed over OUT only after everything succeeded (docs/CONVENTIONS.md: a failed command
 //!   leaves no OUT and an existing OUT untouched). The temporary name is short and fixed-length
 //!   (`.bitsparse-tmp-PID-N`), so an OUT name at the file system's 255-byte limit still works;
 //! - a symbolic link: followed to its final target, which is then treated as above — a link to a

@@ -4,7 +4,7 @@
 //! The command line: global options, the [`Command`] enum, exit codes and the one place errors are
 //! printed.
 //!
-//! Outside contract (CONVENTIONS.md): exit 0 on success; exit 1 with exactly one `error: ` line on stderr
+//! Outside contract (docs/CONVENTIONS.md): exit 0 on success; exit 1 with exactly one `error: ` line on stderr
 //! naming the file (and tensor) for bad input or a runtime failure; exit 2 for usage errors (clap's own).
 //! A panic anywhere is a bug, but still ends as `error: internal: ...` and exit 1, never a backtrace.
 //!

@@ -2,7 +2,7 @@
 //! cross-vendor rig runs it. Prints a pass/fail matrix (adapter × path × dtype), or with `--json`
 //! `{"adapters": [{"name", "backend", "status", "cases", "failures", ...}], "ok"}`.
 //!
-//! Exit status (CONVENTIONS.md): 0 only when at least one adapter could be opened and every adapter that
+//! Exit status (docs/CONVENTIONS.md): 0 only when at least one adapter could be opened and every adapter that
 //! could be opened passed; an adapter whose `request_device` fails is `unavailable`, not failed. Failing
 //! adapters make the command exit 1 with one `error: ` line naming them.
 //!
@@ -157,7 +157,7 @@ fn matrix(results: &[AdapterResult]) -> String {
     out
 }
 
-/// The JSON of one adapter (CONVENTIONS.md: `name`, `backend`, `status`, `cases`, `failures`, plus the
+/// The JSON of one adapter (docs/CONVENTIONS.md: `name`, `backend`, `status`, `cases`, `failures`, plus the
 /// matrix, paths, reason and seconds).
 fn to_json(r: &conformance::AdapterResult) -> serde_json::Value {
     serde_json::json!({

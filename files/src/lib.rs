@@ -11,7 +11,7 @@
 //! file exactly (no gaps, no overlaps), so [`pack::to_container`] can write a container whose records,
 //! concatenated, are the original file byte for byte.
 //!
-//! Element types (CONVENTIONS.md): BF16, F16, F8_E4M3, F8_E5M2 are activation dtypes ([`Elem::Act`]);
+//! Element types (docs/CONVENTIONS.md): BF16, F16, F8_E4M3, F8_E5M2 are activation dtypes ([`Elem::Act`]);
 //! F32 is analysed as BF16 after round-to-nearest-even but stored verbatim by `compress`, which must stay
 //! byte-exact ([`Elem::F32`]); every other dtype the file format defines is [`Elem::Other`] (skipped by
 //! `analyze`, verbatim in `compress`); a dtype the format does not define is a bad file.

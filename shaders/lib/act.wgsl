@@ -1,4 +1,4 @@
-// ReLU / ReLU² on BF16 bits, exact and NaN-explicit (CONVENTIONS.md "ReLU on bits").
+// ReLU / ReLU² on BF16 bits, exact and NaN-explicit (docs/CONVENTIONS.md "ReLU on bits").
 //
 // * relu: NaN passes unchanged; any other value with the sign bit set (negatives, -0.0) becomes +0.0.
 //   WGSL `max` is not used: it is undefined on NaN and -0.0.

@@ -5,7 +5,7 @@
 //! being run forward), `g` (dL/da of the layer being run backward, BF16) and `dz` (where dL/dz goes).
 //! A cache's `forward` must leave a = bf16(relu(z)²) in `forward_a(l)` and keep what its `backward`
 //! needs; `backward` must write dz = bf16(2·r·g) and leave a in `backward_a(l)` for the dW₂ GEMM.
-//! Because every mode computes those with the same formulas (CONVENTIONS.md), the modes are
+//! Because every mode computes those with the same formulas (docs/CONVENTIONS.md), the modes are
 //! bit-identical — which the trainer checks at every step.
 //!
 //! Modes: [`DenseCache`] (autograd baseline x + r + a, or minimal x + r), [`ArenaCache`] (BitSparse:
