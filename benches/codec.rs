@@ -70,7 +70,16 @@ fn run(args: Args) -> bitsparse::Result<()> {
         }
         None => bench::run(&args.config.with_env()?)?,
     };
-    let dir = args.out.unwrap_or_else(|| bench::default_out_dir(&report.adapter));
+    // `cargo bench` runs this binary inside benches/ (the harness's package): the default output goes
+    // under the workspace's target/ as it did before the split, not benches/target/.
+    let dir = args.out.unwrap_or_else(|| {
+        let rel = bench::default_out_dir(&report.adapter);
+        if rel.is_relative() {
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(rel)
+        } else {
+            rel
+        }
+    });
     let mut written = bench::write_outputs(&report, &dir, "")?;
     if let Some(keep) = args.results_dir {
         written.extend(bench::write_outputs(&report, &keep, &bench::adapter_slug(&report.adapter))?);

@@ -30,7 +30,15 @@ fn parse_args() -> Result<Args, String> {
             "--dtype" => a.dtype = val()?.parse()?,
             "--reps" => a.reps = val()?.parse().map_err(|e| format!("--reps: {e}"))?,
             "--sign-pack" => a.sign_pack = true,
-            other => return Err(format!("unknown argument {other}")),
+            "-h" | "--help" => {
+                println!(
+                    "quickstart: a synthetic ReLU² tensor compressed and decompressed on the default adapter, \
+                     checked bit-exact\n\nOptions: --elements N (default 12582912), --density F (0.176), \
+                     --dtype {{bf16,f16,e4m3,e5m2}} (bf16), --sign-pack, --reps N (5)"
+                );
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other} (see --help)")),
         }
     }
     Ok(a)

@@ -6,8 +6,8 @@
 //! say which fraction of the copy bandwidth it reaches (`copy_fraction`). The result is the JSON of
 //! `docs/CONVENTIONS.md` ([`BenchReport`]); [`write_outputs`] adds a Markdown table and two SVG plots.
 //!
-//! Why in the library and not in `benches/`: the CLI's `bitsparse bench` runs the same sweep, and a test
-//! (`tests/bench_smoke.rs`) runs it on lavapipe.
+//! Why a library and not only the `cargo bench` target (`benches/codec.rs`): the CLI's `bitsparse bench`
+//! runs the same sweep, and a test (`benches/tests/bench_smoke.rs`) runs it on lavapipe.
 
 mod case;
 pub mod config;
