@@ -5,8 +5,11 @@
 #
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh --test cli      # extra arguments go to `cargo test`
+#   bash scripts/test.sh --test gpu -- arena::   # the GPU tests of one file (tests/gpu/arena.rs)
 #
-# CI=true is passed through: there a test that needs a backend fails instead of skipping.
+# The GPU test binaries (tests/gpu, cli/tests/cli, demos' train_ffn, benches' bench_smoke) run on the
+# harness of tests/common/harness.rs: a test whose adapter is missing is reported as `ignored` with the
+# reason, and a `SKIPPED:` line says how many. CI=true is passed through: there such a test fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/packages.sh

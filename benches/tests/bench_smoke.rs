@@ -1,21 +1,38 @@
 //! Smoke test of the benchmark harness on lavapipe (Vulkan): the quick sweep runs, its JSON has the
-//! fields of CONVENTIONS.md with sane values, the outputs are written, and a device without timestamp
+//! fields of docs/CONVENTIONS.md with sane values, the outputs are written, and a device without timestamp
 //! queries is refused with `Error::Unsupported`; the roofline kernels (fill, read, copy) run.
+//!
+//! On the workspace's GPU test harness (`tests/common/harness.rs`, this binary being `harness = false`):
+//! without lavapipe the tests are reported as ignored, and fail under `CI=true`.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
 
 use bitsparse::host::context::{self, AdapterChoice, GpuContext};
 use bitsparse_bench::{self as bench, BenchConfig, Op};
+use common::harness::{needs_test, Absent, Requirement};
 
-/// lavapipe on Vulkan, or `None` (a failure under `CI=true`, where the backend must be there).
-fn lavapipe() -> Option<wgpu::Adapter> {
-    let found = context::enumerate(wgpu::Backends::VULKAN).into_iter().find(|a| bench::is_cpu_adapter(&a.get_info()));
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but no lavapipe Vulkan adapter: install mesa-vulkan-drivers"
-        );
-        eprintln!("skipping: no lavapipe Vulkan adapter");
-    }
-    found
+/// lavapipe (a CPU adapter) on Vulkan.
+static LAVAPIPE: Requirement = Requirement::new("lavapipe (Vulkan)", || match lavapipe_adapter() {
+    Some(_) => Ok(()),
+    None => Err(Absent::Missing("wgpu finds no CPU Vulkan adapter".into())),
+});
+
+fn main() -> std::process::ExitCode {
+    common::harness::main(vec![
+        needs_test!(bench_quick_sweep_json_is_sane, LAVAPIPE),
+        needs_test!(bench_without_timestamps_is_unsupported, LAVAPIPE),
+        needs_test!(roofline_rates_are_sane, LAVAPIPE),
+    ])
+}
+
+fn lavapipe_adapter() -> Option<wgpu::Adapter> {
+    context::enumerate(wgpu::Backends::VULKAN).into_iter().find(|a| bench::is_cpu_adapter(&a.get_info()))
+}
+
+/// lavapipe on Vulkan (the harness has checked it is there).
+fn lavapipe() -> wgpu::Adapter {
+    lavapipe_adapter().expect("lavapipe went away")
 }
 
 fn quick() -> BenchConfig {
@@ -26,9 +43,8 @@ fn quick() -> BenchConfig {
     }
 }
 
-#[test]
 fn bench_quick_sweep_json_is_sane() {
-    let Some(adapter) = lavapipe() else { return };
+    let adapter = lavapipe();
     let gpu = GpuContext::from_adapter(adapter, wgpu::Features::empty()).unwrap();
     let report = bench::run_on(&gpu, &quick()).unwrap();
 
@@ -108,7 +124,7 @@ fn bench_quick_sweep_json_is_sane() {
     };
     assert!(ratio(true) > ratio(false));
 
-    // The JSON carries exactly the fields of CONVENTIONS.md.
+    // The JSON carries exactly the fields of docs/CONVENTIONS.md.
     let v: serde_json::Value = serde_json::from_str(&report.to_json().unwrap()).unwrap();
     for k in ["adapter", "copy_gbps", "rows"] {
         assert!(v.get(k).is_some(), "missing top-level {k}");
@@ -145,9 +161,8 @@ fn bench_quick_sweep_json_is_sane() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
 fn bench_without_timestamps_is_unsupported() {
-    let Some(adapter) = lavapipe() else { return };
+    let adapter = lavapipe();
     let ts = wgpu::Features::TIMESTAMP_QUERY
         | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
         | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
@@ -160,9 +175,8 @@ fn bench_without_timestamps_is_unsupported() {
 
 /// The roofline kernels run, the fill writes its pattern (checked inside `measure`), and the rates are
 /// finite and positive over the bytes asked for (rounded to 16).
-#[test]
 fn roofline_rates_are_sane() {
-    let Some(adapter) = lavapipe() else { return };
+    let adapter = lavapipe();
     let gpu = GpuContext::from_adapter(adapter, wgpu::Features::empty()).unwrap();
     let r = bench::roofline::measure(&gpu.device, &gpu.queue, (1 << 20) + 8, 3, 0.0).unwrap();
     assert_eq!(r.bytes, (1 << 20) + 16);

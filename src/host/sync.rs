@@ -3,7 +3,7 @@
 //!
 //! Why: the training path must never wait on the GPU. Counting every host synchronisation in one module
 //! makes that property testable (`no_host_sync_*` tests read [`host_syncs`] before and after a step), and a
-//! source scan (`tests/no_host_sync.rs`) proves no other module calls these wgpu methods directly.
+//! source scan (`tests/gpu/no_host_sync.rs`) proves no other module calls these wgpu methods directly.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -1,42 +1,53 @@
-//! Shared test set-up: opening lavapipe (Vulkan) or llvmpipe (GL) and round-trip helpers.
-#![allow(dead_code)]
+//! Shared test set-up: the harness of the GPU test binaries (`harness`), opening lavapipe (Vulkan) or
+//! llvmpipe (GL), and round-trip helpers. Included by the core's test binaries and, through `#[path]`, by
+//! the CLI's, the demos' and the bench harness's.
+#![allow(dead_code, unused_imports, unused_macros)]
+
+pub mod harness;
 
 use bitsparse::host::context::{self, GpuContext};
+
+use harness::Absent;
 
 /// True when running in CI, where a missing backend is a failure, not a skip.
 pub fn in_ci() -> bool {
     std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false)
 }
 
-/// Opens the first adapter of `backend` (lavapipe on Vulkan, llvmpipe on GL here). Missing: panics in CI,
-/// returns None (the test prints why and returns) elsewhere.
-pub fn open(backend: wgpu::Backends) -> Option<GpuContext> {
-    std::env::set_var("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()));
+/// The first adapter of `backend` that opens (lavapipe on Vulkan, llvmpipe on GL here). None enumerated:
+/// [`Absent::Missing`]; some enumerated but none opens: [`Absent::Broken`].
+pub fn try_open(backend: wgpu::Backends) -> Result<GpuContext, Absent> {
     let adapters = context::enumerate(backend);
-    let found = adapters.into_iter().find_map(|a| {
-        let name = a.get_info().name;
-        GpuContext::from_adapter(a, wgpu::Features::empty()).ok().map(|c| (name, c))
-    });
-    match found {
-        Some((_, c)) => Some(c),
-        None => {
-            let msg = format!("no usable {backend:?} adapter (install mesa-vulkan-drivers / libegl1 libegl-mesa0 libgl1-mesa-dri: bash scripts/test.sh does)");
-            if in_ci() {
-                panic!("{msg}");
-            }
-            eprintln!("SKIPPED: {msg}");
-            None
+    if adapters.is_empty() {
+        return Err(Absent::Missing("wgpu finds none".into()));
+    }
+    let mut errors = Vec::new();
+    for a in adapters {
+        match GpuContext::from_adapter(a, wgpu::Features::empty()) {
+            Ok(c) => return Ok(c),
+            Err(e) => errors.push(e.to_string()),
         }
     }
+    Err(Absent::Broken(format!("wgpu finds {} but none opens: {}", errors.len(), errors.join("; "))))
+}
+
+/// [`try_open`], for a [`harness::Requirement`]'s probe.
+pub fn probe(backend: wgpu::Backends) -> Result<(), Absent> {
+    try_open(backend).map(drop)
+}
+
+/// Opens `backend`; panics when it cannot (the harness has already checked that it can).
+pub fn open(backend: wgpu::Backends) -> GpuContext {
+    try_open(backend).unwrap_or_else(|e| panic!("opening a {backend:?} device: {e:?}"))
 }
 
 /// Vulkan (lavapipe here).
-pub fn vulkan() -> Option<GpuContext> {
+pub fn vulkan() -> GpuContext {
     open(wgpu::Backends::VULKAN)
 }
 
 /// GL (llvmpipe here).
-pub fn gl() -> Option<GpuContext> {
+pub fn gl() -> GpuContext {
     open(wgpu::Backends::GL)
 }
 

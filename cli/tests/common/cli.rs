@@ -1,8 +1,7 @@
-//! Shared helpers of the tests that run the `bitsparse` binary from the outside (`tests/cli*.rs`).
+//! Shared helpers of the tests that run the `bitsparse` binary from the outside (`tests/cli/`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -61,16 +60,4 @@ pub fn assert_error_quiet(o: &Output, mentions: &[&str], what: &str) {
 pub fn json(o: &Output, what: &str) -> Value {
     assert_ok(o, what);
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{what}: stdout is not one JSON document: {e}"))
-}
-
-/// Whether lavapipe (Vulkan) is usable; in CI a missing backend fails the test instead.
-pub fn vulkan_available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| super::vulkan().is_some())
-}
-
-/// Whether llvmpipe (GL) is usable; in CI a missing backend fails the test instead.
-pub fn gl_available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| super::gl().is_some())
 }

@@ -1,5 +1,5 @@
 //! Inputs for the fuzzing of the container and dump parsers, shared by `files/tests/fuzz_parsers.rs`
-//! (in-process properties) and `cli/tests/cli_fuzz.rs` (the same mutants through the binary).
+//! (in-process properties) and `cli/tests/cli/cli_fuzz.rs` (the same mutants through the binary).
 #![allow(dead_code)]
 
 use bitsparse::{cpu, DType, Options};

@@ -1,26 +1,33 @@
 //! `bitsparse selftest` and the conformance suite behind it (`bitsparse::conformance`): on lavapipe every
 //! case passes on both paths, on llvmpipe GL (`gl_*`) on the portable path; the JSON and exit status follow
-//! CONVENTIONS.md; a case whose expectation is not met is reported as a failure (the suite can fail).
-
-mod common;
+//! docs/CONVENTIONS.md; a case whose expectation is not met is reported as a failure (the suite can fail).
 
 use std::process::Output;
 
 use bitsparse::conformance::{self, Case, Data, Status, SuiteOptions, Variant};
+use bitsparse::host::context::GpuContext;
 use bitsparse::{CodecPath, DType};
 use serde_json::Value;
 
-use common::cli::stderr;
+use crate::common;
+use crate::common::cli::stderr;
+use crate::common::harness::{cpu_test, gl_test, needs_test, vulkan_test, Test, VULKAN};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        needs_test!(selftest_json_on_lavapipe_passes, VULKAN),
+        needs_test!(selftest_human_matrix, VULKAN),
+        cpu_test!(selftest_without_adapters_fails),
+        gl_test!(gl_selftest_portable_path_passes),
+        vulkan_test!(a_failing_case_is_reported),
+    ]
+}
 
 fn run(args: &[&str]) -> Output {
     common::cli::command().args(args).output().expect("spawn bitsparse")
 }
 
-#[test]
 fn selftest_json_on_lavapipe_passes() {
-    if common::vulkan().is_none() {
-        return;
-    }
     let o = run(&["selftest", "--json", "--backend", "vulkan"]);
     assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
@@ -45,11 +52,7 @@ fn selftest_json_on_lavapipe_passes() {
     assert!(total >= 2 * 4 * 2 * (conformance::LENGTHS.len() + conformance::DENSITIES.len()) as u64);
 }
 
-#[test]
 fn selftest_human_matrix() {
-    if common::vulkan().is_none() {
-        return;
-    }
     let o = run(&["--backend", "vulkan", "selftest", "--no-progress"]);
     assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
@@ -58,7 +61,6 @@ fn selftest_human_matrix() {
     }
 }
 
-#[test]
 fn selftest_without_adapters_fails() {
     let o = run(&["selftest", "--json", "--adapter", "no-such-adapter-anywhere"]);
     assert_eq!(o.status.code(), Some(1), "stderr:\n{}", stderr(&o));
@@ -70,9 +72,7 @@ fn selftest_without_adapters_fails() {
     assert!(err.contains("no adapter"), "{err}");
 }
 
-#[test]
-fn gl_selftest_portable_path_passes() {
-    let Some(ctx) = common::gl() else { return };
+fn gl_selftest_portable_path_passes(ctx: GpuContext) {
     let r = conformance::run_on(&ctx, &SuiteOptions::default(), &mut |_, _, _| {});
     assert_eq!(r.status, Status::Pass, "{:?}", r.failures);
     assert_eq!(r.paths, ["portable"]);
@@ -81,9 +81,7 @@ fn gl_selftest_portable_path_passes() {
 
 /// The suite reports what it checks: a case whose expectation fails is a failure with a message, not a
 /// pass. (The sign-bit case with sign packing off must fail: the input compresses without error.)
-#[test]
-fn a_failing_case_is_reported() {
-    let Some(ctx) = common::vulkan() else { return };
+fn a_failing_case_is_reported(ctx: GpuContext) {
     let codec = bitsparse::Codec::new(&ctx.device).unwrap();
     let good = Case {
         path: CodecPath::Subgroup,

@@ -10,24 +10,39 @@
 //!   `Container::parse` + `Container::decode`) to the recorded dtype, sign packing, element count and
 //!   SHA-256.
 //! * `golden_v1_gpu_decode`: the same on the GPU (`host::decompress_to_vec`, and the chunked streams also
-//!   as `Placement::Chunked` straight through `Codec::decompress`). No adapter: skipped, or a failure
-//!   under `CI=true` (`tests/common`).
+//!   as `Placement::Chunked` straight through `Codec::decompress`). No adapter: ignored, or a failure
+//!   under `CI=true` (`tests/common/harness.rs`).
 //! * `golden_v1_bit_flips_detected`: single-bit flips in every file are refused with a typed error or
 //!   decode to something else; the only flips allowed to decode to the same thing are those in bits
 //!   the format leaves unchecked (§8), and the test names them.
 //! * `golden_v1_regenerate` (ignored): the generator. See `tests/golden/v1/README.md`: never run it to
 //!   make a failing decode pass.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bitsparse::format::{self, HEADER_WORDS, TILE, TILE_MASK_WORDS};
+use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
 use bitsparse::{cpu, host, BufferRange, Codec, DType, Error, Options, Placement};
 use bitsparse_files::container::{Container, RecordKind};
 use sha2::{Digest, Sha256};
+
+use crate::common::harness::{cpu_test, vulkan_test, Test};
+
+/// Why `golden_v1_regenerate` is ignored.
+const REGENERATE: &str = "writes tests/golden/v1: run by hand only, never to make a failing decode pass (README.md)";
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        cpu_test!(golden_v1_manifest_matches_folder),
+        cpu_test!(golden_v1_files_unchanged),
+        cpu_test!(golden_v1_cpu_decode),
+        vulkan_test!(golden_v1_gpu_decode),
+        cpu_test!(golden_v1_bit_flips_detected),
+        cpu_test!(golden_v1_regenerate).ignore(REGENERATE),
+    ]
+}
 
 const MANIFEST: &str = "MANIFEST.txt";
 const MAX_FILE_BYTES: u64 = 64 * 1024;
@@ -191,7 +206,6 @@ fn decode_cpu(kind: Kind, bytes: &[u8]) -> bitsparse::Result<Decoded> {
 // ----------------------------------------------------------------------------------------------------
 // Tests.
 
-#[test]
 fn golden_v1_manifest_matches_folder() {
     let entries = manifest();
     let listed: BTreeMap<&str, &Entry> = entries.iter().map(|e| (e.file.as_str(), e)).collect();
@@ -230,7 +244,6 @@ fn golden_v1_manifest_matches_folder() {
     assert!(entries.iter().any(|e| e.kind == Kind::Container), "no container");
 }
 
-#[test]
 fn golden_v1_files_unchanged() {
     let entries = manifest();
     let mut changed = Vec::new();
@@ -248,7 +261,6 @@ fn golden_v1_files_unchanged() {
     println!("golden_v1: {} files unchanged", entries.len());
 }
 
-#[test]
 fn golden_v1_cpu_decode() {
     let entries = manifest();
     let mut bad = Vec::new();
@@ -310,9 +322,7 @@ fn gpu_decode_chunked(
     sync::read_buffer(&ctx.device, &ctx.queue, &out, 0, dense)
 }
 
-#[test]
-fn golden_v1_gpu_decode() {
-    let Some(ctx) = common::vulkan() else { return };
+fn golden_v1_gpu_decode(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).expect("codec");
     let gpu = |s: &[u8]| host::decompress_to_vec(&codec, &ctx.device, &ctx.queue, s);
     let entries = manifest();
@@ -411,7 +421,6 @@ fn flip_positions(len: usize) -> Vec<usize> {
     v
 }
 
-#[test]
 fn golden_v1_bit_flips_detected() {
     let entries = manifest();
     let mut bad = Vec::new();
@@ -462,7 +471,7 @@ fn golden_v1_bit_flips_detected() {
 
 // ----------------------------------------------------------------------------------------------------
 // The generator. Run once, by hand, when the folder was created:
-//   cargo test --release --test golden_v1 -- --ignored golden_v1_regenerate
+//   cargo test --release --test gpu -- --ignored golden_v1_regenerate
 // Never to make a failing decode pass (README.md).
 
 /// `data` (elements of `dtype`) with `specials` written over its first elements.
@@ -656,8 +665,6 @@ fn containers() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-#[test]
-#[ignore = "writes tests/golden/v1: run by hand only, never to make a failing decode pass (README.md)"]
 fn golden_v1_regenerate() {
     let d = dir();
     std::fs::create_dir_all(&d).unwrap();

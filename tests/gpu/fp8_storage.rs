@@ -3,16 +3,30 @@
 //! bit-exact against the CPU reference: dense output, stream bytes, delayed scale over two steps, fixed
 //! scale, fused backward on the dequantized r', and the measured error of the lossy path.
 
-mod common;
-
-use common::{buf, canary, read_at};
-
 use bitsparse::arena::{Arena, ArenaConfig, Fp8Scale, Slot};
 use bitsparse::cpu::act::{self, Activation};
 use bitsparse::cpu::fp8;
 use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
 use bitsparse::{cpu, BufferRange, Codec, CodecConfig, DType, Error, Options, Staging};
+
+use crate::common;
+use crate::common::harness::{cpu_test, vulkan_test, Test};
+use crate::common::{buf, canary, read_at};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        cpu_test!(fp8_decode_exhaustive),
+        cpu_test!(fp8_encode_rne_and_saturation),
+        cpu_test!(fp8_dequantize_and_delayed_scale_are_correctly_rounded),
+        vulkan_test!(fp8_delayed_scale_two_steps_bit_exact),
+        vulkan_test!(fp8_fixed_scale_saturation_and_sign_pack),
+        vulkan_test!(fp8_storage_refuses_bad_arguments),
+        vulkan_test!(fp8_lossy_error_is_within_half_an_fp8_ulp),
+        vulkan_test!(chunked_fp8_storage),
+        vulkan_test!(arena_overflow_fp8_writes_nothing),
+    ]
+}
 
 // ---------------------------------------------------------------- manual definition (f64, no `half`)
 
@@ -86,7 +100,6 @@ fn manual_bf16(x: f64) -> u16 {
 
 const FORMATS: [DType; 2] = [DType::E4m3, DType::E5m2];
 
-#[test]
 fn fp8_decode_exhaustive() {
     for dtype in FORMATS {
         for code in 0..=255u8 {
@@ -109,7 +122,6 @@ fn fp8_decode_exhaustive() {
     }
 }
 
-#[test]
 fn fp8_encode_rne_and_saturation() {
     for dtype in FORMATS {
         let nan = fp8::nan_code(dtype);
@@ -147,7 +159,6 @@ fn fp8_encode_rne_and_saturation() {
     }
 }
 
-#[test]
 fn fp8_dequantize_and_delayed_scale_are_correctly_rounded() {
     for dtype in FORMATS {
         for scale in [1.0f32, 0.75, 3.0, 448.0 / 3.0, 57344.0 / 1.7, 1.0e-3, 7.3e5, 1.0e30, 1.0e36] {
@@ -296,9 +307,7 @@ fn codecs(ctx: &GpuContext) -> Vec<Codec> {
 }
 
 /// Step 1 of a fresh arena uses scale 1 (no amax yet); step 2 uses FP8_MAX / the amax step 1 recorded.
-#[test]
-fn fp8_delayed_scale_two_steps_bit_exact() {
-    let Some(ctx) = common::vulkan() else { return };
+fn fp8_delayed_scale_two_steps_bit_exact(ctx: GpuContext) {
     for codec in codecs(&ctx) {
         for dtype in FORMATS {
             for (act, n) in [(Activation::Relu2, 5 * 4096 + 1001), (Activation::Relu, 4097), (Activation::Relu2, 33)] {
@@ -349,9 +358,7 @@ fn fp8_delayed_scale_two_steps_bit_exact() {
 
 /// A fixed scale, with values past FP8_MAX (saturation) and infinities; sign packing (q is never
 /// negative: NaN becomes the positive NaN code) stays valid with NaNs whose sign bit is set.
-#[test]
-fn fp8_fixed_scale_saturation_and_sign_pack() {
-    let Some(ctx) = common::vulkan() else { return };
+fn fp8_fixed_scale_saturation_and_sign_pack(ctx: GpuContext) {
     for codec in codecs(&ctx) {
         for dtype in FORMATS {
             let arena = Arena::new(&codec, ArenaConfig::new(4 << 20)).unwrap();
@@ -400,9 +407,7 @@ fn fp8_fixed_scale_saturation_and_sign_pack() {
     }
 }
 
-#[test]
-fn fp8_storage_refuses_bad_arguments() {
-    let Some(ctx) = common::vulkan() else { return };
+fn fp8_storage_refuses_bad_arguments(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     let arena = Arena::new(&codec, ArenaConfig::new(1 << 20)).unwrap();
     let z = buf(&ctx, &[0u8; 128]);
@@ -434,9 +439,7 @@ fn fp8_storage_refuses_bad_arguments() {
 /// below FP8_MAX, |r' − r| / r ≤ 2^−(m+1) + 2^−9 (half an FP8 ulp, plus the BF16 rounding of r'),
 /// m = 3 (e4m3) or 2 (e5m2); below it the absolute error is at most half the smallest subnormal / scale.
 /// Measured on the GPU (a = r' from the fused backward with ReLU) and printed.
-#[test]
-fn fp8_lossy_error_is_within_half_an_fp8_ulp() {
-    let Some(ctx) = common::vulkan() else { return };
+fn fp8_lossy_error_is_within_half_an_fp8_ulp(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     for dtype in FORMATS {
         // A fresh arena: slot 0's amax history would otherwise carry over from the other format.
@@ -507,9 +510,7 @@ fn fp8_lossy_error_is_within_half_an_fp8_ulp() {
 
 /// Past the binding size (a test-only small binding): the FP8 forward is split into chunks of BF16
 /// tiles; q, the dense outputs and the backward stay bit-exact, and the stream decodes to q.
-#[test]
-fn chunked_fp8_storage() {
-    let Some(ctx) = common::vulkan() else { return };
+fn chunked_fp8_storage(ctx: GpuContext) {
     let codec =
         Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(4 * 8192 + 1024), ..Default::default() })
             .unwrap();
@@ -536,9 +537,7 @@ fn chunked_fp8_storage() {
 }
 
 /// An FP8 tensor that does not fit: typed error, its decompress and fused backward write nothing.
-#[test]
-fn arena_overflow_fp8_writes_nothing() {
-    let Some(ctx) = common::vulkan() else { return };
+fn arena_overflow_fp8_writes_nothing(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     let n = 20 * 4096;
     let bytes = 2 * n as u64;

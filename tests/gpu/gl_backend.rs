@@ -1,31 +1,43 @@
 //! The codec on wgpu's GL backend (llvmpipe through EGL here): it has no subgroups and no 16-bit
 //! types, so the codec must choose the portable path on its own, and that path must be bit-exact against
-//! the CPU reference both ways on a subset of the lavapipe matrix.
+//! the CPU reference both ways on the conformance suite's densities and lengths.
 //!
-//! `common::gl()` fails (does not skip) when `CI=true` and no GL adapter opens.
+//! Without a GL adapter these tests are ignored, and fail under `CI=true` (`common::harness`).
 
-mod common;
-
-use common::{data, round_trip};
-
+use bitsparse::conformance::{DENSITIES, LENGTHS};
 use bitsparse::host::context::GpuContext;
 use bitsparse::{cpu, host, Codec, CodecConfig, CodecPath, DType, Error, Options, Staging};
 
-const DENSITIES: [f64; 4] = [0.0, 0.01, 0.176, 1.0];
-const LENGTHS: [usize; 5] = [0, 1, 33, 4097, 5 * 4096 + 77];
+use crate::common::harness::{gl_test, Test};
+use crate::common::{data, round_trip};
 
-/// Opens the GL adapter and checks it really is GL (a missing Mesa package can make wgpu hand out
-/// something else silently).
-fn gl() -> Option<GpuContext> {
-    let ctx = common::gl()?;
+pub fn tests() -> Vec<Test> {
+    vec![
+        gl_test!(gl_codec_picks_portable_path),
+        gl_test!(gl_matrix_bf16),
+        gl_test!(gl_matrix_f16),
+        gl_test!(gl_matrix_e4m3),
+        gl_test!(gl_matrix_e5m2),
+        gl_test!(gl_multi_tile_relu2),
+        gl_test!(gl_chunked_and_dispatch_2d_lowered_limits),
+        gl_test!(gl_sign_bit_under_sign_pack_is_an_error),
+        gl_test!(gl_arena_fused_matches_cpu),
+    ]
+}
+
+/// Five tiles and a partial one, past the longest of the conformance lengths.
+const LONG: usize = 5 * 4096 + 77;
+
+/// Checks the device really is GL (a missing Mesa package can make wgpu hand out something else
+/// silently).
+fn gl(ctx: GpuContext) -> GpuContext {
     assert_eq!(ctx.info.backend, wgpu::Backend::Gl, "common::gl() returned a non-GL adapter: {}", ctx.describe());
-    Some(ctx)
+    ctx
 }
 
 /// GL has neither `Features::SUBGROUP` nor `SHADER_I16`: the default codec must pick the portable path.
-#[test]
-fn gl_codec_picks_portable_path() {
-    let Some(ctx) = gl() else { return };
+fn gl_codec_picks_portable_path(ctx: GpuContext) {
+    let ctx = gl(ctx);
     assert!(!ctx.device.features().contains(wgpu::Features::SUBGROUP), "GL device unexpectedly has subgroups");
     assert!(!ctx.device.features().contains(wgpu::Features::SHADER_I16), "GL device unexpectedly has 16-bit types");
     let codec = Codec::new(&ctx.device).expect("the codec must build on GL");
@@ -35,13 +47,13 @@ fn gl_codec_picks_portable_path() {
     assert!(matches!(halves, Err(Error::Unsupported(_))), "Staging::Halves on GL: {:?}", halves.err());
 }
 
-fn matrix(dtype: DType) {
-    let Some(ctx) = gl() else { return };
+fn matrix(ctx: GpuContext, dtype: DType) {
+    let ctx = gl(ctx);
     let codec = Codec::new(&ctx.device).expect("codec");
     assert_eq!(codec.path(), CodecPath::Portable);
     for sign_pack in [false, true] {
         for (di, &density) in DENSITIES.iter().enumerate() {
-            for (li, &n) in LENGTHS.iter().enumerate() {
+            for (li, &n) in LENGTHS.iter().chain(&[LONG]).enumerate() {
                 let bytes = data(n, density, dtype, sign_pack, (1000 + di * 100 + li) as u64);
                 let what = format!("GL {dtype} sign_pack={sign_pack} density={density} n={n}");
                 round_trip(&ctx, &codec, &bytes, dtype, Options { sign_pack }, &what);
@@ -50,31 +62,26 @@ fn matrix(dtype: DType) {
     }
 }
 
-#[test]
-fn gl_matrix_bf16() {
-    matrix(DType::Bf16);
+fn gl_matrix_bf16(ctx: GpuContext) {
+    matrix(ctx, DType::Bf16);
 }
 
-#[test]
-fn gl_matrix_f16() {
-    matrix(DType::F16);
+fn gl_matrix_f16(ctx: GpuContext) {
+    matrix(ctx, DType::F16);
 }
 
-#[test]
-fn gl_matrix_e4m3() {
-    matrix(DType::E4m3);
+fn gl_matrix_e4m3(ctx: GpuContext) {
+    matrix(ctx, DType::E4m3);
 }
 
-#[test]
-fn gl_matrix_e5m2() {
-    matrix(DType::E5m2);
+fn gl_matrix_e5m2(ctx: GpuContext) {
+    matrix(ctx, DType::E5m2);
 }
 
 /// Realistic ReLU² data over many tiles, so the chained scan's look-back (and its fallback) is
 /// exercised with many workgroups in flight on GL.
-#[test]
-fn gl_multi_tile_relu2() {
-    let Some(ctx) = gl() else { return };
+fn gl_multi_tile_relu2(ctx: GpuContext) {
+    let ctx = gl(ctx);
     for spin_limit in [None, Some(1)] {
         let codec = Codec::with_config(&ctx.device, CodecConfig { spin_limit, ..Default::default() }).expect("codec");
         for dtype in [DType::Bf16, DType::E4m3] {
@@ -92,9 +99,8 @@ fn gl_multi_tile_relu2() {
 }
 
 /// The chunked and 2-D dispatch paths on GL, reached with lowered limits.
-#[test]
-fn gl_chunked_and_dispatch_2d_lowered_limits() {
-    let Some(ctx) = gl() else { return };
+fn gl_chunked_and_dispatch_2d_lowered_limits(ctx: GpuContext) {
+    let ctx = gl(ctx);
     let codec = Codec::with_config(
         &ctx.device,
         CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), max_workgroups_per_dim: Some(2), ..Default::default() },
@@ -107,9 +113,8 @@ fn gl_chunked_and_dispatch_2d_lowered_limits() {
 }
 
 /// A sign bit under sign packing is found by the portable kernels on GL too.
-#[test]
-fn gl_sign_bit_under_sign_pack_is_an_error() {
-    let Some(ctx) = gl() else { return };
+fn gl_sign_bit_under_sign_pack_is_an_error(ctx: GpuContext) {
+    let ctx = gl(ctx);
     let codec = Codec::new(&ctx.device).expect("codec");
     for dtype in DType::ALL {
         let mut d = cpu::synthetic_relu2(2 * 4096 + 3, 0.2, dtype, 4);
@@ -125,14 +130,13 @@ fn gl_sign_bit_under_sign_pack_is_an_error() {
 
 /// The arena and the fused kernels on the GL backend (portable path, no 16-bit types): fused forward
 /// and backward bit-exact against the CPU reference, and the compressed r equals `cpu::compress(r)`.
-#[test]
-fn gl_arena_fused_matches_cpu() {
+fn gl_arena_fused_matches_cpu(ctx: GpuContext) {
     use bitsparse::arena::{Arena, ArenaConfig};
     use bitsparse::cpu::act::{self, Activation};
     use bitsparse::host::sync;
     use bitsparse::BufferRange;
     use wgpu::util::DeviceExt;
-    let Some(ctx) = common::gl() else { return };
+    let ctx = gl(ctx);
     let codec = Codec::new(&ctx.device).expect("codec");
     assert_eq!(codec.path(), CodecPath::Portable);
     let arena = Arena::new(&codec, ArenaConfig::new(1 << 20)).expect("arena");

@@ -1,21 +1,50 @@
 //! The GPU codec against the CPU reference: every dtype × sign mode × path × density × edge length,
 //! bit-exact both ways, plus the large cases (chunked, 2-D dispatch) and special bit patterns.
 
-mod common;
-
-use common::{data, round_trip};
-
+use bitsparse::conformance::{DENSITIES, LENGTHS};
 use bitsparse::host::context::GpuContext;
 use bitsparse::{cpu, host, Codec, CodecConfig, CodecPath, DType, Options, Staging};
 
-const DENSITIES: [f64; 6] = [0.0, 1e-4, 0.01, 0.176, 0.5, 1.0];
-const LENGTHS: [usize; 10] = [0, 1, 31, 32, 33, 4095, 4096, 4097, 3 * 4096 + 77, 9 * 4096];
+use crate::common::harness::{vulkan_test, Test};
+use crate::common::{data, round_trip};
 
+pub fn tests() -> Vec<Test> {
+    vec![
+        vulkan_test!(matrix_bf16_subgroup),
+        vulkan_test!(matrix_f16_subgroup),
+        vulkan_test!(matrix_e4m3_subgroup),
+        vulkan_test!(matrix_e5m2_subgroup),
+        vulkan_test!(matrix_bf16_portable),
+        vulkan_test!(matrix_f16_portable),
+        vulkan_test!(matrix_e4m3_portable),
+        vulkan_test!(matrix_e5m2_portable),
+        vulkan_test!(matrix_bf16_lookback4),
+        vulkan_test!(matrix_f16_lookback4),
+        vulkan_test!(matrix_e4m3_lookback4),
+        vulkan_test!(matrix_e5m2_lookback4),
+        vulkan_test!(matrix_bf16_words),
+        vulkan_test!(matrix_f16_words),
+        vulkan_test!(matrix_e4m3_words),
+        vulkan_test!(matrix_e5m2_words),
+        vulkan_test!(special_bit_patterns),
+        vulkan_test!(sign_bit_under_sign_pack_is_an_error),
+        vulkan_test!(chunked_lowered_binding_limit),
+        vulkan_test!(dispatch_2d_lowered_limit),
+        vulkan_test!(lookback_fallback_forced),
+        vulkan_test!(many_tiles_one_dispatch_bit_exact),
+        vulkan_test!(lookback4_many_tiles_and_bad_spec),
+    ]
+}
+
+/// Nine whole tiles (no partial last tile), past the longest of the conformance lengths.
+const WHOLE_TILES: usize = 9 * 4096;
+
+/// Every density × length of the conformance suite (and [`WHOLE_TILES`]), both sign modes.
 fn matrix(ctx: &GpuContext, codec: &Codec, dtype: DType) {
     for sign_pack in [false, true] {
         let options = Options { sign_pack };
         for (di, &density) in DENSITIES.iter().enumerate() {
-            for (li, &n) in LENGTHS.iter().enumerate() {
+            for (li, &n) in LENGTHS.iter().chain(&[WHOLE_TILES]).enumerate() {
                 let bytes = data(n, density, dtype, sign_pack, (di * 100 + li) as u64);
                 let what = format!("{dtype} sign_pack={sign_pack} density={density} n={n} path={:?}", codec.path());
                 round_trip(ctx, codec, &bytes, dtype, options, &what);
@@ -58,9 +87,7 @@ fn portable_codec(ctx: &GpuContext) -> Codec {
 
 macro_rules! matrix_tests {
     ($($name:ident: $dtype:expr, $codec:ident;)*) => {$(
-        #[test]
-        fn $name() {
-            let Some(ctx) = common::vulkan() else { return };
+        fn $name(ctx: GpuContext) {
             let codec = $codec(&ctx);
             matrix(&ctx, &codec, $dtype);
         }
@@ -87,9 +114,7 @@ matrix_tests! {
 }
 
 /// Special bit patterns: −0.0, NaN payloads, infinities, subnormals, all-ones, and their neighbours.
-#[test]
-fn special_bit_patterns() {
-    let Some(ctx) = common::vulkan() else { return };
+fn special_bit_patterns(ctx: GpuContext) {
     for codec in [subgroup_codec(&ctx), portable_codec(&ctx)] {
         let w16: [u16; 12] =
             [0x8000, 0x7fc1, 0xffff, 0x7f80, 0xff80, 0x0001, 0x8001, 0x7fff, 0x0000, 0x7c00, 0xfe00, 0x0400];
@@ -112,9 +137,7 @@ fn special_bit_patterns() {
 }
 
 /// A set sign bit under sign packing is an error, found on the GPU.
-#[test]
-fn sign_bit_under_sign_pack_is_an_error() {
-    let Some(ctx) = common::vulkan() else { return };
+fn sign_bit_under_sign_pack_is_an_error(ctx: GpuContext) {
     for codec in [subgroup_codec(&ctx), portable_codec(&ctx)] {
         for dtype in DType::ALL {
             let mut d = cpu::synthetic_relu2(3 * 4096 + 5, 0.3, dtype, 7);
@@ -134,9 +157,7 @@ fn sign_bit_under_sign_pack_is_an_error() {
 }
 
 /// Past the storage-binding size: a lowered binding limit forces many chunks (and gaps between them).
-#[test]
-fn chunked_lowered_binding_limit() {
-    let Some(ctx) = common::vulkan() else { return };
+fn chunked_lowered_binding_limit(ctx: GpuContext) {
     for (dtype, path) in [(DType::Bf16, false), (DType::E4m3, false), (DType::F16, true), (DType::E5m2, true)] {
         let codec = Codec::with_config(
             &ctx.device,
@@ -159,9 +180,7 @@ fn chunked_lowered_binding_limit() {
 }
 
 /// Past 65535 workgroups per dimension, reached with a lowered limit: the grid becomes 2-D.
-#[test]
-fn dispatch_2d_lowered_limit() {
-    let Some(ctx) = common::vulkan() else { return };
+fn dispatch_2d_lowered_limit(ctx: GpuContext) {
     for force_portable in [false, true] {
         let codec = Codec::with_config(
             &ctx.device,
@@ -178,9 +197,7 @@ fn dispatch_2d_lowered_limit() {
 
 /// The decoupled fallback: with a look-back limit of one attempt, workgroups recompute stalled
 /// predecessors all the time; the bytes must not change.
-#[test]
-fn lookback_fallback_forced() {
-    let Some(ctx) = common::vulkan() else { return };
+fn lookback_fallback_forced(ctx: GpuContext) {
     for force_portable in [false, true] {
         let codec =
             Codec::with_config(&ctx.device, CodecConfig { spin_limit: Some(1), force_portable, ..Default::default() })
@@ -198,9 +215,7 @@ fn lookback_fallback_forced() {
 /// Thousands of tiles in one dispatch (12.6M elements): enough for lavapipe to split the grid between
 /// its threads. Tiles assigned by workgroup id made the second half's prefixes wrong there; this test
 /// failed on that variant and passes with the start-order ticket.
-#[test]
-fn many_tiles_one_dispatch_bit_exact() {
-    let Some(ctx) = common::vulkan() else { return };
+fn many_tiles_one_dispatch_bit_exact(ctx: GpuContext) {
     let n = 3072 * 4096;
     let d = cpu::synthetic_relu2(n, 0.5, DType::Bf16, 42);
     let want = cpu::compress(&d, DType::Bf16, Options::default()).unwrap();
@@ -214,9 +229,7 @@ fn many_tiles_one_dispatch_bit_exact() {
 
 /// The look-back window of 4 statuses per lane across many tiles in one dispatch, and a tuning spec
 /// the shaders cannot take is a typed error at construction.
-#[test]
-fn lookback4_many_tiles_and_bad_spec() {
-    let Some(ctx) = common::vulkan() else { return };
+fn lookback4_many_tiles_and_bad_spec(ctx: GpuContext) {
     let codec = lookback4_codec(&ctx);
     for (rho, dtype) in [(0.003, DType::Bf16), (0.7, DType::Bf16), (0.05, DType::E4m3)] {
         let d = cpu::synthetic_relu2(300 * 4096 + 11, rho, dtype, 5);

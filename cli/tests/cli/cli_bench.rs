@@ -1,10 +1,15 @@
 //! `bitsparse bench` from the outside: the quick sweep on lavapipe prints the bench JSON of
-//! CONVENTIONS.md as the only thing on stdout, writes its four files under `--out`, and an unusable
+//! docs/CONVENTIONS.md as the only thing on stdout, writes its four files under `--out`, and an unusable
 //! `--out` fails before any benchmarking with one `error: ` line.
 
-mod common;
-
 use std::process::Output;
+
+use crate::common;
+use crate::common::harness::{needs_test, Test, VULKAN};
+
+pub fn tests() -> Vec<Test> {
+    vec![needs_test!(bench_quick_json_and_outputs, VULKAN)]
+}
 
 fn run(args: &[&str]) -> Output {
     let mut c = common::cli::command();
@@ -16,11 +21,7 @@ fn run(args: &[&str]) -> Output {
     c.args(args).output().expect("spawn bitsparse")
 }
 
-#[test]
 fn bench_quick_json_and_outputs() {
-    if common::vulkan().is_none() {
-        return;
-    }
     let d = std::env::temp_dir().join(format!("bitsparse-cli-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     let o = run(&["--backend", "vulkan", "bench", "--quick", "--json", "--out", d.to_str().unwrap()]);

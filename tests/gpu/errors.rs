@@ -4,12 +4,36 @@
 //! Each case breaks exactly one thing, so a check that moved or vanished shows up as a different
 //! variant (or as `Ok`).
 
-mod common;
-
 use bitsparse::format::{hdr, status, Header, Layout, HEADER_WORDS};
 use bitsparse::host::context::GpuContext;
 use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, Compressed, DType, Error, Options, Placement};
 use wgpu::util::DeviceExt;
+
+use crate::common::harness::{cpu_test, vulkan_test, Test};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        vulkan_test!(compress_good_call_is_ok),
+        vulkan_test!(compress_misaligned_input_offset),
+        vulkan_test!(compress_misaligned_output_offset),
+        vulkan_test!(compress_output_smaller_than_capacity),
+        vulkan_test!(compress_input_size_not_n_elements),
+        vulkan_test!(compress_ranges_outside_the_buffer),
+        vulkan_test!(ranges_ending_inside_a_partial_last_word),
+        vulkan_test!(compress_missing_storage_usage),
+        vulkan_test!(compress_input_and_output_in_the_same_buffer),
+        vulkan_test!(compress_tensor_too_large_for_the_format),
+        vulkan_test!(codec_binding_limit_too_small_is_unsupported),
+        vulkan_test!(decompress_errors),
+        vulkan_test!(decompress_chunk_placement_the_device_cannot_bind),
+        vulkan_test!(host_compress_partial_element),
+        vulkan_test!(host_decompress_corrupt_streams),
+        vulkan_test!(host_decompress_sign_status_is_sign_error),
+        cpu_test!(status_bits_to_errors),
+        vulkan_test!(host_decompress_random_damage_never_panics),
+        vulkan_test!(sign_bit_under_sign_pack),
+    ]
+}
 
 const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE;
 
@@ -60,14 +84,13 @@ struct Rig {
     align: u64,
 }
 
-fn rig() -> Option<Rig> {
-    let ctx = common::vulkan()?;
+fn rig(ctx: GpuContext) -> Rig {
     let codec = Codec::new(&ctx.device).expect("codec");
     let cap = codec.output_capacity(DT, N, Options::default()).expect("capacity");
     let align = ctx.device.limits().min_storage_buffer_offset_alignment as u64;
     let input = buffer(&ctx, 2 * align + N * 2, STORAGE);
     let output = buffer(&ctx, 2 * align + cap, STORAGE | wgpu::BufferUsages::COPY_SRC);
-    Some(Rig { ctx, codec, input, output, cap, align })
+    Rig { ctx, codec, input, output, cap, align }
 }
 
 impl Rig {
@@ -83,10 +106,9 @@ impl Rig {
     }
 }
 
-#[test]
-fn compress_good_call_is_ok() {
+fn compress_good_call_is_ok(ctx: GpuContext) {
     // The baseline every error case below departs from.
-    let Some(r) = rig() else { return };
+    let r = rig(ctx);
     r.run(r.good()).expect("the unmodified call must succeed");
     let c = Call {
         input: BufferRange::new(&r.input, r.align, N * 2),
@@ -96,9 +118,8 @@ fn compress_good_call_is_ok() {
     r.run(c).expect("aligned non-zero offsets must succeed");
 }
 
-#[test]
-fn compress_misaligned_input_offset() {
-    let Some(r) = rig() else { return };
+fn compress_misaligned_input_offset(ctx: GpuContext) {
+    let r = rig(ctx);
     assert!(r.align > 4, "test needs an alignment above 4 (have {})", r.align);
     let c = Call { input: BufferRange::new(&r.input, 4, N * 2), ..r.good() };
     match r.run(c) {
@@ -110,9 +131,8 @@ fn compress_misaligned_input_offset() {
     }
 }
 
-#[test]
-fn compress_misaligned_output_offset() {
-    let Some(r) = rig() else { return };
+fn compress_misaligned_output_offset(ctx: GpuContext) {
+    let r = rig(ctx);
     let c = Call { output: BufferRange::new(&r.output, 4, r.cap), ..r.good() };
     match r.run(c) {
         Err(Error::Misaligned { what, offset: 4, align }) => {
@@ -123,9 +143,8 @@ fn compress_misaligned_output_offset() {
     }
 }
 
-#[test]
-fn compress_output_smaller_than_capacity() {
-    let Some(r) = rig() else { return };
+fn compress_output_smaller_than_capacity(ctx: GpuContext) {
+    let r = rig(ctx);
     let c = Call { output: BufferRange::new(&r.output, 0, r.cap - 4), ..r.good() };
     match r.run(c) {
         Err(Error::RangeTooSmall { need, got, .. }) => assert_eq!((need, got), (r.cap, r.cap - 4)),
@@ -133,9 +152,8 @@ fn compress_output_smaller_than_capacity() {
     }
 }
 
-#[test]
-fn compress_input_size_not_n_elements() {
-    let Some(r) = rig() else { return };
+fn compress_input_size_not_n_elements(ctx: GpuContext) {
+    let r = rig(ctx);
     for size in [N * 2 - 2, N * 2 + 2, N * 2 - 1, 0] {
         let c = Call { input: BufferRange::new(&r.input, 0, size), ..r.good() };
         assert!(matches!(r.run(c), Err(Error::InvalidArgument(_))), "input of {size} bytes for {N} elements");
@@ -145,9 +163,8 @@ fn compress_input_size_not_n_elements() {
     assert!(matches!(r.run(c), Err(Error::InvalidArgument(_))), "n = N - 1");
 }
 
-#[test]
-fn compress_ranges_outside_the_buffer() {
-    let Some(r) = rig() else { return };
+fn compress_ranges_outside_the_buffer(ctx: GpuContext) {
+    let r = rig(ctx);
     let in_size = r.input.size();
     // Input: ends past the buffer; offset past the end; an offset so large that offset + size overflows.
     let huge = u64::MAX / r.align * r.align;
@@ -175,9 +192,8 @@ fn compress_ranges_outside_the_buffer() {
 
 /// The kernels touch whole 32-bit words: a range whose last word is not entirely inside its buffer (an
 /// odd-sized buffer ending with the range) is refused, not left to a wgpu validation panic.
-#[test]
-fn ranges_ending_inside_a_partial_last_word() {
-    let Some(r) = rig() else { return };
+fn ranges_ending_inside_a_partial_last_word(ctx: GpuContext) {
+    let r = rig(ctx);
     let n = 4099u64;
     let odd = r.ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("odd"),
@@ -218,9 +234,8 @@ fn ranges_ending_inside_a_partial_last_word() {
     enc.finish();
 }
 
-#[test]
-fn compress_missing_storage_usage() {
-    let Some(r) = rig() else { return };
+fn compress_missing_storage_usage(ctx: GpuContext) {
+    let r = rig(ctx);
     let plain_in = buffer(&r.ctx, N * 2, wgpu::BufferUsages::COPY_SRC);
     let c = Call { input: BufferRange::new(&plain_in, 0, N * 2), ..r.good() };
     match r.run(c) {
@@ -235,9 +250,8 @@ fn compress_missing_storage_usage() {
     }
 }
 
-#[test]
-fn compress_input_and_output_in_the_same_buffer() {
-    let Some(r) = rig() else { return };
+fn compress_input_and_output_in_the_same_buffer(ctx: GpuContext) {
+    let r = rig(ctx);
     let both = buffer(&r.ctx, N * 2 + r.cap + 2 * r.align, STORAGE);
     let out_off = (N * 2).next_multiple_of(r.align);
     let c =
@@ -245,9 +259,8 @@ fn compress_input_and_output_in_the_same_buffer() {
     assert!(matches!(r.run(c), Err(Error::InvalidArgument(_))), "input and output in one buffer must be refused");
 }
 
-#[test]
-fn compress_tensor_too_large_for_the_format() {
-    let Some(r) = rig() else { return };
+fn compress_tensor_too_large_for_the_format(ctx: GpuContext) {
+    let r = rig(ctx);
     let n = 1u64 << 40;
     assert!(
         matches!(r.codec.output_capacity(DT, n, Options::default()), Err(Error::TooLarge { elements }) if elements == n)
@@ -256,9 +269,7 @@ fn compress_tensor_too_large_for_the_format() {
     assert!(matches!(r.run(c), Err(Error::TooLarge { .. })));
 }
 
-#[test]
-fn codec_binding_limit_too_small_is_unsupported() {
-    let Some(ctx) = common::vulkan() else { return };
+fn codec_binding_limit_too_small_is_unsupported(ctx: GpuContext) {
     let r = Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(1024), ..Default::default() });
     assert!(matches!(r, Err(Error::Unsupported(_))), "a 1 KiB binding cannot hold a tile: got {r:?}");
 }
@@ -290,9 +301,8 @@ fn decompress(r: &Rig, c: &Compressed, out: BufferRange<'_>) -> Result<(), Error
     res
 }
 
-#[test]
-fn decompress_errors() {
-    let Some(r) = rig() else { return };
+fn decompress_errors(ctx: GpuContext) {
+    let r = rig(ctx);
     let c = compressed(&r);
     let dense = buffer(&r.ctx, N * 2 + 2 * r.align, STORAGE | wgpu::BufferUsages::COPY_SRC);
     decompress(&r, &c, BufferRange::new(&dense, 0, N * 2)).expect("the unmodified call must succeed");
@@ -347,9 +357,7 @@ fn decompress_errors() {
     assert!(matches!(decompress(&r, &nostore, BufferRange::new(&dense, 0, N * 2)), Err(Error::MissingUsage { .. })));
 }
 
-#[test]
-fn decompress_chunk_placement_the_device_cannot_bind() {
-    let Some(ctx) = common::vulkan() else { return };
+fn decompress_chunk_placement_the_device_cannot_bind(ctx: GpuContext) {
     let limited =
         Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() })
             .expect("codec");
@@ -377,9 +385,8 @@ fn decompress_chunk_placement_the_device_cannot_bind() {
     assert!(back == data);
 }
 
-#[test]
-fn host_compress_partial_element() {
-    let Some(r) = rig() else { return };
+fn host_compress_partial_element(ctx: GpuContext) {
+    let r = rig(ctx);
     let (ctx, codec) = (&r.ctx, &r.codec);
     for (dtype, len) in [(DType::Bf16, 1usize), (DType::F16, 4097), (DType::Bf16, 9999)] {
         match host::compress_to_vec(codec, &ctx.device, &ctx.queue, &vec![1u8; len], dtype, Options::default()) {
@@ -410,9 +417,8 @@ fn get(s: &[u8], word: usize) -> u32 {
     u32::from_le_bytes(s[word * 4..word * 4 + 4].try_into().expect("4 bytes"))
 }
 
-#[test]
-fn host_decompress_corrupt_streams() {
-    let Some(r) = rig() else { return };
+fn host_decompress_corrupt_streams(ctx: GpuContext) {
+    let r = rig(ctx);
     let (ctx, codec) = (&r.ctx, &r.codec);
     let (data, s) = valid_stream();
     assert!(host::decompress_to_vec(codec, &ctx.device, &ctx.queue, &s).expect("valid stream") == data);
@@ -482,9 +488,8 @@ fn host_decompress_corrupt_streams() {
 }
 
 /// A stream whose status says a sign bit was set is an error, not data.
-#[test]
-fn host_decompress_sign_status_is_sign_error() {
-    let Some(r) = rig() else { return };
+fn host_decompress_sign_status_is_sign_error(ctx: GpuContext) {
+    let r = rig(ctx);
     let (_, mut s) = valid_stream();
     put(&mut s, hdr::STATUS, status::SIGN_BIT_SET);
     assert!(matches!(
@@ -494,7 +499,6 @@ fn host_decompress_sign_status_is_sign_error() {
 }
 
 /// Header status bits map to typed errors.
-#[test]
 fn status_bits_to_errors() {
     let layout = Layout::new(DT, 10, Options::default()).expect("layout");
     let h = |status| Header { status, ..Default::default() };
@@ -507,9 +511,8 @@ fn status_bits_to_errors() {
 
 /// Random damage (bit flips, truncation, word overwrites) never panics, and the GPU path agrees with
 /// the CPU reference: both refuse the stream, or both decode it to the same bytes.
-#[test]
-fn host_decompress_random_damage_never_panics() {
-    let Some(r) = rig() else { return };
+fn host_decompress_random_damage_never_panics(ctx: GpuContext) {
+    let r = rig(ctx);
     let (ctx, codec) = (&r.ctx, &r.codec);
     let data = cpu::synthetic_bits(2 * 4096 + 33, 0.2, DType::E4m3, 2);
     let s = cpu::compress(&data, DType::E4m3, Options::default()).expect("compress");
@@ -563,9 +566,7 @@ fn host_decompress_random_damage_never_panics() {
 /// Sign bits under sign packing: the host helper names the first offending element; a stream compressed
 /// by `Codec::compress` carries the status bit, `read_compressed` turns it into the error, and a GPU
 /// decompress of it writes nothing at all (the output's canary bytes survive).
-#[test]
-fn sign_bit_under_sign_pack() {
-    let Some(ctx) = common::vulkan() else { return };
+fn sign_bit_under_sign_pack(ctx: GpuContext) {
     let codecs = [
         Codec::new(&ctx.device).expect("codec"),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).expect("codec"),

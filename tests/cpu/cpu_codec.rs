@@ -4,6 +4,7 @@
 //! simple bit-by-bit encoder written from `docs/FORMAT.md` alone, and against hand-computed golden bytes
 //! that also appear in that document.
 
+use bitsparse::conformance::{DENSITIES, LENGTHS};
 use bitsparse::cpu;
 use bitsparse::format::{hdr, DType, Layout, Options, MAGIC, TILE};
 use bitsparse::Error;
@@ -121,12 +122,14 @@ fn dtype_strategy() -> impl Strategy<Value = DType> {
     prop::sample::select(DType::ALL.to_vec())
 }
 
+/// The conformance suite's densities, or any.
 fn density_strategy() -> impl Strategy<Value = f64> {
-    prop_oneof![prop::sample::select(vec![0.0, 1e-4, 0.01, 0.176, 0.5, 1.0]), 0.0..=1.0f64]
+    prop_oneof![prop::sample::select(DENSITIES.to_vec()), 0.0..=1.0f64]
 }
 
+/// The conformance suite's lengths and two tiles + 1, or any up to a little over three tiles.
 fn len_strategy() -> impl Strategy<Value = usize> {
-    prop_oneof![prop::sample::select(vec![0usize, 1, 31, 32, 33, 4095, 4096, 4097, 8193]), 0..13_000usize]
+    prop_oneof![prop::sample::select(LENGTHS.iter().copied().chain([8193]).collect::<Vec<_>>()), 0..13_000usize]
 }
 
 /// Random raw data (special patterns included) and whether it is to be sign-packed (then signs cleared).
@@ -323,8 +326,8 @@ fn golden_two_tiles_table() {
 #[test]
 fn edge_lengths_and_densities_all_dtypes_and_sign_modes() {
     for dtype in DType::ALL {
-        for n in [0usize, 1, 31, 32, 33, 4095, 4096, 4097] {
-            for density in [0.0, 1e-4, 0.01, 0.176, 0.5, 1.0] {
+        for n in LENGTHS {
+            for density in DENSITIES {
                 let data = cpu::synthetic_relu2(n, density, dtype, n as u64 ^ density.to_bits());
                 for sp in [false, true] {
                     let c = cpu::compress(&data, dtype, opts(sp)).unwrap();

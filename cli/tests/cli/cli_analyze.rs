@@ -4,14 +4,26 @@
 //! of bad file (truncated header, header length past the end, unknown dtype, shape disagreeing with the
 //! data, overlapping and out-of-range offsets), exit 1, no panic, no output file.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Output;
 
 use bitsparse_files::{npy, safetensors};
-use common::cli::{assert_error_quiet as assert_error, assert_ok, command, json, s, stderr, vulkan_available};
 use serde_json::Value;
+
+use crate::common;
+use crate::common::cli::{assert_error_quiet as assert_error, assert_ok, command, json, s, stderr};
+use crate::common::harness::{cpu_test, needs_test, Test, VULKAN};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        needs_test!(analyze_the_shipped_dump, VULKAN),
+        needs_test!(empty_and_nan_filled_tensors_are_valid, VULKAN),
+        needs_test!(safetensors_round_trip_is_byte_exact_and_records_the_tensors, VULKAN),
+        needs_test!(npy_files, VULKAN),
+        cpu_test!(bad_files_are_one_error_line_naming_file_and_tensor),
+        needs_test!(raw_files_still_refuse_sign_bits_under_sign_pack, VULKAN),
+    ]
+}
 
 const DUMP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../demos/data/activations_small.safetensors");
 
@@ -33,11 +45,7 @@ fn tensor<'a>(v: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no tensor {name} in {v}"))
 }
 
-#[test]
 fn analyze_the_shipped_dump() {
-    if !vulkan_available() {
-        return;
-    }
     let v = json(&run(&["analyze", "--json", DUMP]), "analyze --json");
     assert_eq!(v["format"], "safetensors");
     assert!(v["file"].as_str().unwrap().ends_with("activations_small.safetensors"));
@@ -99,11 +107,7 @@ fn analyze_the_shipped_dump() {
     }
 }
 
-#[test]
 fn empty_and_nan_filled_tensors_are_valid() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("nan");
     let nan16: Vec<u8> = (0..5000).flat_map(|_| 0x7e00u16.to_le_bytes()).collect(); // F16 quiet NaN, sign clear
     let neg_nan: Vec<u8> = (0..300).flat_map(|_| 0xffc1u16.to_le_bytes()).collect(); // BF16 NaN, sign set
@@ -152,11 +156,7 @@ fn empty_and_nan_filled_tensors_are_valid() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn safetensors_round_trip_is_byte_exact_and_records_the_tensors() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("st");
     let (bsp, back) = (d.join("dump.bsp"), d.join("dump.back"));
     let o = run(&["compress", "--json", "--verify", "--sign-pack", DUMP, s(&bsp)]);
@@ -181,11 +181,7 @@ fn safetensors_round_trip_is_byte_exact_and_records_the_tensors() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn npy_files() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("npy");
     let relu = bitsparse::cpu::synthetic_relu2(6000, 0.2, bitsparse::DType::Bf16, 3);
     let f16 = bitsparse::cpu::synthetic_relu2(6000, 0.3, bitsparse::DType::F16, 4);
@@ -242,7 +238,6 @@ fn with_header(h: &str, data: &[u8]) -> Vec<u8> {
     v
 }
 
-#[test]
 fn bad_files_are_one_error_line_naming_file_and_tensor() {
     // No adapter needed: every one of these is refused before the device is opened.
     let d = scratch("bad");
@@ -311,11 +306,7 @@ fn bad_files_are_one_error_line_naming_file_and_tensor() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn raw_files_still_refuse_sign_bits_under_sign_pack() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("rawsign");
     let p = d.join("neg.raw");
     std::fs::write(&p, [0u8, 0, 1, 0x80]).unwrap();

@@ -2,17 +2,32 @@
 //! the CPU reference, overflow handling (`arena_overflow_*`) and a whole step with no host
 //! synchronisation (`no_host_sync_*`).
 
-mod common;
-
-use common::{buf, canary, read};
-
 use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, Slot};
+use bitsparse::conformance::LENGTHS;
 use bitsparse::cpu::act::{self, Activation};
 use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
 use bitsparse::update::GatedSgd;
 use bitsparse::{cpu, BufferRange, Codec, CodecConfig, DType, Error, Options};
 use wgpu::util::DeviceExt;
+
+use crate::common;
+use crate::common::harness::{vulkan_test, Test};
+use crate::common::{buf, canary, read};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        vulkan_test!(arena_round_trip_lifo_and_reset),
+        vulkan_test!(fused_forward_backward_match_cpu),
+        vulkan_test!(fused_forward_sign_packed_positive_input),
+        vulkan_test!(arena_overflow_is_detected_and_contained),
+        vulkan_test!(arena_overflow_at_reservation),
+        vulkan_test!(no_host_sync_training_step),
+        vulkan_test!(arena_refuses_bad_configuration),
+        vulkan_test!(fused_forward_fallback_counts_relu_output),
+        vulkan_test!(arena_ring_fifo_across_micro_batches),
+    ]
+}
 
 fn submit(ctx: &GpuContext, enc: wgpu::CommandEncoder) {
     sync::submit(&ctx.queue, [enc.finish()]);
@@ -28,9 +43,7 @@ fn arena(_ctx: &GpuContext, codec: &Codec, bytes: u64) -> Arena {
     Arena::new(codec, ArenaConfig::new(bytes)).expect("arena")
 }
 
-#[test]
-fn arena_round_trip_lifo_and_reset() {
-    let Some(ctx) = common::vulkan() else { return };
+fn arena_round_trip_lifo_and_reset(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     let a = arena(&ctx, &codec, 4 << 20);
     let cases: Vec<(DType, Options, Vec<u8>)> = vec![
@@ -132,15 +145,14 @@ fn fused_case(ctx: &GpuContext, codec: &Codec, n: usize, act: Activation, sign_p
     );
 }
 
-#[test]
-fn fused_forward_backward_match_cpu() {
-    let Some(ctx) = common::vulkan() else { return };
+fn fused_forward_backward_match_cpu(ctx: GpuContext) {
     for codec in [
         Codec::new(&ctx.device).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),
     ] {
         for act in [Activation::Relu, Activation::Relu2] {
-            for n in [1, 33, 4095, 4096, 4097, 5 * 4096 + 1001] {
+            // The conformance suite's lengths, and five tiles past its longest.
+            for &n in LENGTHS.iter().chain(&[5 * 4096 + 1001]) {
                 fused_case(&ctx, &codec, n, act, false);
             }
         }
@@ -148,9 +160,7 @@ fn fused_forward_backward_match_cpu() {
     }
 }
 
-#[test]
-fn fused_forward_sign_packed_positive_input() {
-    let Some(ctx) = common::vulkan() else { return };
+fn fused_forward_sign_packed_positive_input(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     let a = arena(&ctx, &codec, 1 << 20);
     // No NaN with a sign bit: relu(z) is then >= 0 everywhere and sign packing is valid.
@@ -185,9 +195,7 @@ fn fused_forward_sign_packed_positive_input() {
 
 /// An arena too small for the third tensor: typed error, the overflowed decompress writes nothing,
 /// the tensors before it are intact, and the gated weight update changes nothing.
-#[test]
-fn arena_overflow_is_detected_and_contained() {
-    let Some(ctx) = common::vulkan() else { return };
+fn arena_overflow_is_detected_and_contained(ctx: GpuContext) {
     for chunked in [false, true] {
         let cfg = CodecConfig { max_binding_bytes: chunked.then_some(4 * 8192 + 1024), ..Default::default() };
         let codec = Codec::with_config(&ctx.device, cfg).unwrap();
@@ -261,9 +269,7 @@ fn arena_overflow_is_detected_and_contained() {
 }
 
 /// Overflow found at reservation (not even the mask fits): nothing is written at all.
-#[test]
-fn arena_overflow_at_reservation() {
-    let Some(ctx) = common::vulkan() else { return };
+fn arena_overflow_at_reservation(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     let a = arena(&ctx, &codec, 256);
     let d = cpu::synthetic_relu2(50_000, 0.1, DType::Bf16, 9);
@@ -281,9 +287,7 @@ fn arena_overflow_at_reservation() {
 /// L = 4 layers forward (fused, into the arena) and backward in reverse (fused, popping), with a gated
 /// update: the library performs no host synchronisation while the step is recorded, and the results
 /// equal the CPU reference.
-#[test]
-fn no_host_sync_training_step() {
-    let Some(ctx) = common::vulkan() else { return };
+fn no_host_sync_training_step(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     let a = arena(&ctx, &codec, 16 << 20);
     let sgd = GatedSgd::new(&ctx.device).unwrap();
@@ -358,9 +362,7 @@ fn no_host_sync_training_step() {
     assert!(w1.iter().all(|&x| x == 0.5), "gated update applied on a good step");
 }
 
-#[test]
-fn arena_refuses_bad_configuration() {
-    let Some(ctx) = common::vulkan() else { return };
+fn arena_refuses_bad_configuration(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     for cap in [0, 100, u64::MAX / 2] {
         assert!(matches!(Arena::new(&codec, ArenaConfig::new(cap)), Err(Error::InvalidArgument(_))), "capacity {cap}");
@@ -390,9 +392,7 @@ fn arena_refuses_bad_configuration() {
 
 /// Regression: the look-back fallback of the fused forward must count relu(z)'s nonzeros (what the
 /// tile stores), not z's; otherwise the published tile sizes are too large and the stream has gaps.
-#[test]
-fn fused_forward_fallback_counts_relu_output() {
-    let Some(ctx) = common::vulkan() else { return };
+fn fused_forward_fallback_counts_relu_output(ctx: GpuContext) {
     let n = 61 * 4096 + 9;
     // Half the values negative (finite), the rest positive: relu(z) has ~half the nonzeros of z.
     let mut s = 0x1234_5678_9abc_def1u64;
@@ -462,9 +462,7 @@ fn fused_forward_fallback_counts_relu_output() {
 /// FIFO use across micro-batches: the arena as a ring. Tensors are released oldest first and new ones
 /// wrap to the start once their worst case no longer fits before the end; every tensor round-trips and
 /// the wrap really happens.
-#[test]
-fn arena_ring_fifo_across_micro_batches() {
-    let Some(ctx) = common::vulkan() else { return };
+fn arena_ring_fifo_across_micro_batches(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     let n = 6 * 4096u64;
     let bytes = n * 2;

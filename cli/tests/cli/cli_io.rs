@@ -4,14 +4,29 @@
 //! stderr. Unix only (FIFOs, symbolic links, signals).
 #![cfg(unix)]
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-use common::cli::{assert_error, assert_ok, command as cmd, s, stderr, vulkan_available};
+use crate::common;
+use crate::common::cli::{assert_error, assert_ok, command as cmd, s, stderr};
+use crate::common::harness::{cpu_test, needs_test, Test, VULKAN};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        needs_test!(piped_input_through_dev_stdin_and_dash_keeps_every_byte, VULKAN),
+        needs_test!(fifo_input_is_read_once, VULKAN),
+        needs_test!(dash_output_streams_to_stdout, VULKAN),
+        needs_test!(closed_stdout_is_one_error_line, VULKAN),
+        needs_test!(special_outputs_are_written_through, VULKAN),
+        cpu_test!(out_that_is_in_is_refused),
+        needs_test!(dtype_wins_over_the_npy_magic, VULKAN),
+        needs_test!(longest_output_name_works, VULKAN),
+        needs_test!(interrupted_run_leaves_no_temporary_file, VULKAN),
+        needs_test!(driver_noise_does_not_break_the_error_line_contract, VULKAN),
+    ]
+}
 
 fn scratch(name: &str) -> PathBuf {
     common::cli::scratch("cli-io", name)
@@ -70,19 +85,8 @@ fn restore(d: &Path, bsp: &Path) -> Vec<u8> {
     std::fs::read(&back).unwrap()
 }
 
-macro_rules! require_vulkan {
-    () => {
-        if !vulkan_available() {
-            eprintln!("skipped: no Vulkan adapter (lavapipe)");
-            return;
-        }
-    };
-}
-
 /// The bug: `cat in.raw | bitsparse compress --dtype bf16 /dev/stdin out.bsp` lost the first 16 bytes.
-#[test]
 fn piped_input_through_dev_stdin_and_dash_keeps_every_byte() {
-    require_vulkan!();
     let d = scratch("stdin");
     let raw = data();
     for input in ["/dev/stdin", "-"] {
@@ -104,9 +108,7 @@ fn piped_input_through_dev_stdin_and_dash_keeps_every_byte() {
 }
 
 /// A FIFO input used to hang or lose bytes (two opens racing the writer).
-#[test]
 fn fifo_input_is_read_once() {
-    require_vulkan!();
     let d = scratch("fifo-in");
     let raw = data();
     let fifo = d.join("in.fifo");
@@ -122,9 +124,7 @@ fn fifo_input_is_read_once() {
 
 /// `… compress … - -` and `decompress in.bsp - | consumer`: stdout carries only the data; the summary
 /// line moves to stderr; `--json` (which owns stdout) is refused with OUT `-`.
-#[test]
 fn dash_output_streams_to_stdout() {
-    require_vulkan!();
     let d = scratch("stdout");
     let raw = data();
     let o = run_piped(&["compress", "--dtype", "bf16", "-", "-"], &raw);
@@ -153,9 +153,7 @@ fn dash_output_streams_to_stdout() {
 
 /// A reader that closes the pipe early: exit 1 with one `error:` line, no panic (SIGPIPE is ignored by
 /// Rust programs, so the write fails with EPIPE).
-#[test]
 fn closed_stdout_is_one_error_line() {
-    require_vulkan!();
     let d = scratch("epipe");
     let raw = vec![0x3fu8; 1 << 20];
     let inp = d.join("a.raw");
@@ -175,9 +173,7 @@ fn closed_stdout_is_one_error_line() {
 
 /// `/dev/null`, a FIFO and symbolic links as OUT are written through; the special file stays what it
 /// was. A link to a regular file has its target replaced and stays a link.
-#[test]
 fn special_outputs_are_written_through() {
-    require_vulkan!();
     let d = scratch("special");
     let raw = data();
     let inp = d.join("a.raw");
@@ -232,7 +228,6 @@ fn special_outputs_are_written_through() {
 
 /// OUT naming the same file as IN — same path, another path, a hard link, a symbolic link — is a
 /// usage error (exit 2, one `error:` line) and the input stays as it was. Needs no GPU: refused first.
-#[test]
 fn out_that_is_in_is_refused() {
     let d = scratch("same");
     let raw = data();
@@ -260,9 +255,7 @@ fn out_that_is_in_is_refused() {
 }
 
 /// A raw BF16 file whose first bytes are the npy magic is raw when `--dtype` is given.
-#[test]
 fn dtype_wins_over_the_npy_magic() {
-    require_vulkan!();
     let d = scratch("magic");
     let mut raw = b"\x93NUMPY\x01\x00".to_vec();
     raw.extend(data());
@@ -280,9 +273,7 @@ fn dtype_wins_over_the_npy_magic() {
 }
 
 /// An OUT name of 255 bytes (the usual NAME_MAX): the temporary name must not be longer.
-#[test]
 fn longest_output_name_works() {
-    require_vulkan!();
     let d = scratch("long");
     let raw = data();
     let inp = d.join("a.raw");
@@ -300,9 +291,7 @@ fn longest_output_name_works() {
 /// SIGTERM / SIGINT while the temporary output file exists (between opening OUT and the rename: the
 /// adapter is opened and the GPU work runs in that window, hundreds of milliseconds on lavapipe for
 /// 8 MiB): the file is removed, OUT is not created, the exit code is 128 + the signal.
-#[test]
 fn interrupted_run_leaves_no_temporary_file() {
-    require_vulkan!();
     let d = scratch("signal");
     let inp = d.join("big.raw");
     std::fs::write(&inp, data().repeat(1400)).unwrap();
@@ -338,9 +327,7 @@ fn interrupted_run_leaves_no_temporary_file() {
 
 /// Mesa prints its own `error: XDG_RUNTIME_DIR …` when that variable is unset; the CLI sets it, so a
 /// success prints no `error:` line and a failure exactly one, its own.
-#[test]
 fn driver_noise_does_not_break_the_error_line_contract() {
-    require_vulkan!();
     let d = scratch("xdg");
     let inp = d.join("a.raw");
     std::fs::write(&inp, data()).unwrap();

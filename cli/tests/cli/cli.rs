@@ -1,12 +1,33 @@
 //! The `bitsparse` binary from the outside: round trips, refusals, exit codes, error lines and output
-//! files as CONVENTIONS.md fixes them. Inputs are a few KB: every invocation opens lavapipe.
-
-mod common;
+//! files as docs/CONVENTIONS.md fixes them. Inputs are a few KB: every invocation opens lavapipe.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::cli::{assert_error, assert_ok, command as cmd, gl_available, s, stderr, vulkan_available};
+use bitsparse::{conformance, DType};
+
+use crate::common;
+use crate::common::cli::{assert_error, assert_ok, command as cmd, s, stderr};
+use crate::common::harness::{cpu_test, needs_test, Test, GL, VULKAN};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        needs_test!(round_trip_every_dtype_with_and_without_sign_pack, VULKAN),
+        needs_test!(round_trip_dense_special_values, VULKAN),
+        needs_test!(partial_element_file_is_refused_naming_the_file, VULKAN),
+        needs_test!(sign_bit_under_sign_pack_is_refused_and_outputs_untouched, VULKAN),
+        needs_test!(corrupted_or_truncated_container_is_refused, VULKAN),
+        cpu_test!(usage_errors_exit_2),
+        needs_test!(info_json_is_one_document, VULKAN),
+        needs_test!(global_flags_before_or_after_the_subcommand, VULKAN),
+        needs_test!(gl_global_flags_before_or_after_the_subcommand, VULKAN, GL),
+        needs_test!(gl_cli_round_trip_across_backends, VULKAN, GL),
+        cpu_test!(bad_adapter_or_backend_choice_is_exit_1),
+        cpu_test!(missing_input_or_output_directory_is_exit_1),
+        cpu_test!(a_panic_is_one_error_line_and_leaves_no_files),
+        needs_test!(compress_json_reports_the_ratio_against_the_bound, VULKAN),
+    ]
+}
 
 /// A fresh directory for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -56,44 +77,33 @@ fn sparse_bytes(n: usize, elem_bytes: usize, density: f64, positive: bool, seed:
     out
 }
 
-const DTYPES: [(&str, usize); 4] = [("bf16", 2), ("f16", 2), ("e4m3", 1), ("e5m2", 1)];
-
-#[test]
 fn round_trip_every_dtype_with_and_without_sign_pack() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("round_trip");
-    // Lengths vary across the cases: empty, one element, odd, and past one 4096-element tile.
-    let lengths = [0usize, 1, 33, 4097, 5000, 31, 4096, 9001];
-    let mut k = 0;
-    for (dtype, eb) in DTYPES {
-        for sign_pack in [false, true] {
-            let n = lengths[k % lengths.len()];
-            k += 1;
-            let data = sparse_bytes(n, eb, 0.2, sign_pack, k as u64);
-            let (inp, bsp, back) =
-                (d.join(format!("{k}.raw")), d.join(format!("{k}.bsp")), d.join(format!("{k}.back")));
-            std::fs::write(&inp, &data).unwrap();
-            let mut args = vec!["--backend", "vulkan", "compress", "--dtype", dtype];
-            if sign_pack {
-                args.push("--sign-pack");
-            }
-            args.extend([s(&inp), s(&bsp)]);
-            let what = format!("{dtype} sign_pack={sign_pack} n={n}");
-            assert_ok(&run(&args), &format!("compress {what}"));
-            assert_ok(&run(&["--backend", "vulkan", "decompress", s(&bsp), s(&back)]), &format!("decompress {what}"));
-            assert!(std::fs::read(&back).unwrap() == data, "{what}: round trip differs");
+    // The conformance suite's lengths (empty, one element, a word ± 1, a tile ± 1, several tiles), each
+    // once, cycling through every dtype × sign mode (enough lengths to reach all eight).
+    let combos = 2 * DType::ALL.len();
+    assert!(conformance::LENGTHS.len() >= combos, "fewer lengths than dtype × sign modes");
+    for (k, &n) in conformance::LENGTHS.iter().enumerate() {
+        let dtype = DType::ALL[k % DType::ALL.len()];
+        let sign_pack = k % combos >= DType::ALL.len();
+        let (dtype, eb) = (dtype.name(), dtype.bytes() as usize);
+        let data = sparse_bytes(n, eb, 0.2, sign_pack, k as u64 + 1);
+        let (inp, bsp, back) = (d.join(format!("{k}.raw")), d.join(format!("{k}.bsp")), d.join(format!("{k}.back")));
+        std::fs::write(&inp, &data).unwrap();
+        let mut args = vec!["--backend", "vulkan", "compress", "--dtype", dtype];
+        if sign_pack {
+            args.push("--sign-pack");
         }
+        args.extend([s(&inp), s(&bsp)]);
+        let what = format!("{dtype} sign_pack={sign_pack} n={n}");
+        assert_ok(&run(&args), &format!("compress {what}"));
+        assert_ok(&run(&["--backend", "vulkan", "decompress", s(&bsp), s(&back)]), &format!("decompress {what}"));
+        assert!(std::fs::read(&back).unwrap() == data, "{what}: round trip differs");
     }
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn round_trip_dense_special_values() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("special");
     // Every 16-bit pattern once: NaNs, infinities, -0.0, subnormals, all survive bit-exactly.
     let data: Vec<u8> = (0..=u16::MAX).flat_map(|v| v.to_le_bytes()).collect();
@@ -105,11 +115,7 @@ fn round_trip_dense_special_values() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn partial_element_file_is_refused_naming_the_file() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("partial");
     let inp = d.join("odd-length.raw");
     std::fs::write(&inp, [1u8, 0, 2, 0, 3, 0, 4]).unwrap();
@@ -125,13 +131,10 @@ fn partial_element_file_is_refused_naming_the_file() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn sign_bit_under_sign_pack_is_refused_and_outputs_untouched() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("sign");
-    for (dtype, eb) in DTYPES {
+    for dtype in DType::ALL {
+        let (dtype, eb) = (dtype.name(), dtype.bytes() as usize);
         let mut data = sparse_bytes(3000, eb, 0.3, true, 7);
         data[2000 * eb + eb - 1] |= 0x80; // element 2000 gets its sign bit
         let inp = d.join(format!("neg-{dtype}.raw"));
@@ -154,11 +157,7 @@ fn sign_bit_under_sign_pack_is_refused_and_outputs_untouched() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn corrupted_or_truncated_container_is_refused() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("corrupt");
     let data = sparse_bytes(6000, 2, 0.2, false, 3);
     let (inp, good) = (d.join("in.raw"), d.join("good.bsp"));
@@ -203,7 +202,6 @@ fn corrupted_or_truncated_container_is_refused() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn usage_errors_exit_2() {
     // A raw file without --dtype: the input is read first (once), then refused as a usage error.
     let d = scratch("usage");
@@ -228,11 +226,7 @@ fn usage_errors_exit_2() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn info_json_is_one_document() {
-    if !vulkan_available() {
-        return;
-    }
     let o = run(&["info", "--json"]);
     assert_ok(&o, "info --json");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
@@ -281,35 +275,34 @@ fn backend_used(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     v["adapter"]["backend"].as_str().unwrap().to_string()
 }
 
-#[test]
 fn global_flags_before_or_after_the_subcommand() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("globals");
     let c = ["compress", "--json", "--dtype", "bf16", "IN", "OUT"];
     let before: Vec<&str> = ["--backend", "vulkan", "--adapter", "LLVMPIPE"].iter().chain(&c).copied().collect();
     let after: Vec<&str> = c.iter().chain(&["--adapter", "llvmpipe", "--backend", "vulkan"]).copied().collect();
     assert_eq!(backend_used(&d, &before, &[]), "vulkan");
     assert_eq!(backend_used(&d, &after, &[]), "vulkan");
-    if gl_available() {
-        let gl_before: Vec<&str> = ["--backend", "gl"].iter().chain(&c).copied().collect();
-        let gl_after: Vec<&str> = c.iter().chain(&["--backend", "gl"]).copied().collect();
-        assert_eq!(backend_used(&d, &gl_before, &[]), "gl");
-        assert_eq!(backend_used(&d, &gl_after, &[]), "gl");
-        // The environment is honoured when the flag is absent, and the flag wins over it.
-        assert_eq!(backend_used(&d, &c, &[("WGPU_BACKEND", "gl")]), "gl");
-        let vk: Vec<&str> = c.iter().chain(&["--backend", "vulkan"]).copied().collect();
-        assert_eq!(backend_used(&d, &vk, &[("WGPU_BACKEND", "gl")]), "vulkan");
-    }
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
+/// The same with `--backend gl`, and `WGPU_BACKEND` honoured when the flag is absent, the flag winning
+/// over it (the GL half of `global_flags_before_or_after_the_subcommand`, which ran only when GL was
+/// there: now a test of its own, ignored without GL).
+fn gl_global_flags_before_or_after_the_subcommand() {
+    let d = scratch("gl-globals");
+    let c = ["compress", "--json", "--dtype", "bf16", "IN", "OUT"];
+    let gl_before: Vec<&str> = ["--backend", "gl"].iter().chain(&c).copied().collect();
+    let gl_after: Vec<&str> = c.iter().chain(&["--backend", "gl"]).copied().collect();
+    assert_eq!(backend_used(&d, &gl_before, &[]), "gl");
+    assert_eq!(backend_used(&d, &gl_after, &[]), "gl");
+    // The environment is honoured when the flag is absent, and the flag wins over it.
+    assert_eq!(backend_used(&d, &c, &[("WGPU_BACKEND", "gl")]), "gl");
+    let vk: Vec<&str> = c.iter().chain(&["--backend", "vulkan"]).copied().collect();
+    assert_eq!(backend_used(&d, &vk, &[("WGPU_BACKEND", "gl")]), "vulkan");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 fn gl_cli_round_trip_across_backends() {
-    if !gl_available() || !vulkan_available() {
-        return;
-    }
     let d = scratch("gl");
     let data = sparse_bytes(5000, 1, 0.18, true, 11);
     let (inp, bsp, back) = (d.join("a.raw"), d.join("a.bsp"), d.join("a.back"));
@@ -324,7 +317,6 @@ fn gl_cli_round_trip_across_backends() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn bad_adapter_or_backend_choice_is_exit_1() {
     let d = scratch("adapter");
     let inp = d.join("x.raw");
@@ -346,7 +338,6 @@ fn bad_adapter_or_backend_choice_is_exit_1() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn missing_input_or_output_directory_is_exit_1() {
     let d = scratch("paths");
     let o = run(&["compress", "--dtype", "bf16", s(&d.join("absent.raw")), s(&d.join("o.bsp"))]);
@@ -360,7 +351,6 @@ fn missing_input_or_output_directory_is_exit_1() {
 /// A panic (a bug) inside a command ends as exit 1 and leaves neither OUT nor a temporary file: driven
 /// in-process through the binary's own guard (the shipped binary has no test hook), with a temporary
 /// output open and partly written when it happens. The hook's one-line message is checked too.
-#[test]
 fn a_panic_is_one_error_line_and_leaves_no_files() {
     let d = scratch("panic");
     let out = d.join("out.bsp");
@@ -385,11 +375,7 @@ fn a_panic_is_one_error_line_and_leaves_no_files() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-#[test]
 fn compress_json_reports_the_ratio_against_the_bound() {
-    if !vulkan_available() {
-        return;
-    }
     let d = scratch("json");
     let data = sparse_bytes(8192, 2, 0.176, true, 5);
     let (inp, bsp) = (d.join("a.raw"), d.join("a.bsp"));

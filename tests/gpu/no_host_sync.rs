@@ -5,18 +5,29 @@
 //!   `map_async` or `map_buffer_on_submit` (comments and string literals are stripped first, and so is
 //!   whitespace, so `queue\n    .submit (` is still found).
 //! * `no_host_sync_codec_recording`: recording a compress and a decompress into an encoder does not move
-//!   the process-wide counter `bitsparse::host::sync::host_syncs()`.
-//!
-//! This binary holds one GPU test only: the counter is process-wide, and a second test submitting in
-//! parallel would move it.
-
-mod common;
+//!   the calling thread's counter `bitsparse::host::sync::thread_host_syncs()`.
+//! * `no_host_sync_core_spawns_no_threads`: the core's sources start no thread, so every host
+//!   synchronisation a call performs is counted on the caller's thread. That makes the per-thread count
+//!   exact, and tests that submit on other threads of this binary at the same time cannot disturb it
+//!   (the process-wide `host_syncs()` would need a binary of its own, one GPU test in it).
 
 use std::path::{Path, PathBuf};
 
+use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
 use bitsparse::{cpu, BufferRange, Codec, DType, Options};
 use wgpu::util::DeviceExt;
+
+use crate::common::harness::{cpu_test, vulkan_test, Test};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        cpu_test!(no_host_sync_scanner_self_check),
+        cpu_test!(no_host_sync_source_scan),
+        cpu_test!(no_host_sync_core_spawns_no_threads),
+        vulkan_test!(no_host_sync_codec_recording),
+    ]
+}
 
 /// Calls that synchronise with the device (after whitespace removal).
 const FORBIDDEN: [&str; 6] =
@@ -134,7 +145,6 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The scanner finds what it must and ignores comments and strings (so the real scan can fail).
-#[test]
 fn no_host_sync_scanner_self_check() {
     let found = [
         "fn f(q: &wgpu::Queue) { q.submit([]); }",
@@ -163,7 +173,6 @@ fn no_host_sync_scanner_self_check() {
     }
 }
 
-#[test]
 fn no_host_sync_source_scan() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let src_dir = root.join("src");
@@ -205,11 +214,41 @@ fn no_host_sync_source_scan() {
     );
 }
 
+/// Calls that start a thread (after whitespace removal).
+const THREAD_STARTS: [&str; 4] = ["thread::spawn(", "thread::scope(", "Builder::new()", ".spawn("];
+
+/// The per-thread host-sync count is exact only if the library synchronises on the caller's thread: no
+/// file of the core starts a thread (the scanner is the one above, so comments and strings do not count).
+fn no_host_sync_core_spawns_no_threads() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    assert!(files.len() > 5, "found only {} .rs files under src/", files.len());
+    let starts = |src: &str| -> Vec<&'static str> {
+        let code: String = strip_comments_and_strings(src).chars().filter(|c| !c.is_whitespace()).collect();
+        THREAD_STARTS.iter().copied().filter(|p| code.contains(p)).collect()
+    };
+    assert_eq!(starts("fn f() { std::thread::spawn(|| {}); }"), ["thread::spawn("], "scanner self-check");
+    assert!(starts("fn f() { /* std::thread::spawn */ let s = \"thread::scope(\"; }").is_empty(), "scanner self-check");
+    let mut offenders = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("reading {}: {e}", f.display()));
+        let found = starts(&text);
+        if !found.is_empty() {
+            offenders.push(format!("{}: {found:?}", f.strip_prefix(root).unwrap_or(f).display()));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "the core starts threads, so thread_host_syncs() may miss syncs (count on the process-wide counter in a \
+         binary of its own instead):\n{}",
+        offenders.join("\n")
+    );
+}
+
 /// Recording compress + decompress only records: the counter does not move. Submitting and reading back
 /// afterwards does move it (so the counter works) and the round trip is exact (so something was recorded).
-#[test]
-fn no_host_sync_codec_recording() {
-    let Some(ctx) = common::vulkan() else { return };
+fn no_host_sync_codec_recording(ctx: GpuContext) {
     let (device, queue) = (&ctx.device, &ctx.queue);
     let codec = Codec::new(device).expect("codec");
     let dtype = DType::Bf16;
@@ -236,7 +275,8 @@ fn no_host_sync_codec_recording() {
         mapped_at_creation: false,
     });
 
-    let before = sync::host_syncs();
+    let before = sync::thread_host_syncs();
+    let process_before = sync::host_syncs();
     let mut enc = device.create_command_encoder(&Default::default());
     let c = codec
         .compress(
@@ -262,10 +302,12 @@ fn no_host_sync_codec_recording() {
         .expect("compress");
     codec.decompress(&mut enc, &c2, BufferRange::new(&output, 0, data.len() as u64)).expect("decompress");
     let cmd = enc.finish();
-    assert_eq!(sync::host_syncs(), before, "recording compress/decompress performed a host synchronisation");
+    assert_eq!(sync::thread_host_syncs(), before, "recording compress/decompress performed a host synchronisation");
 
     sync::submit(queue, [cmd]);
     let back = sync::read_buffer(device, queue, &output, 0, data.len() as u64).expect("read back");
-    assert!(sync::host_syncs() > before, "submit/read_buffer were not counted: the counter proves nothing");
+    let counted = sync::thread_host_syncs() - before;
+    assert!(counted > 0, "submit/read_buffer were not counted: the counter proves nothing");
+    assert!(sync::host_syncs() >= process_before + counted, "the process-wide counter missed this thread's syncs");
     assert!(back == data, "round trip of the recorded commands is not exact");
 }

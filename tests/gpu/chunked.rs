@@ -13,8 +13,6 @@
 //!
 //! These tests move ~140 MB tensors: run them under `cargo test --release` (CI does).
 
-mod common;
-
 use std::sync::OnceLock;
 
 use bitsparse::format::TILE;
@@ -22,6 +20,19 @@ use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
 use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, CodecPath, DType, Options, Placement};
 use wgpu::util::DeviceExt;
+
+use crate::common::harness::{vulkan_test, Test};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        vulkan_test!(chunked_bf16_past_binding_size),
+        vulkan_test!(chunked_e4m3_past_binding_size),
+        vulkan_test!(chunked_codec_direct_bf16_past_binding_size),
+        vulkan_test!(dispatch_2d_one_workgroup_per_dimension_prime_tiles),
+        vulkan_test!(dispatch_2d_one_workgroup_per_dimension_chunked),
+        vulkan_test!(chunked_gpu_decodes_cpu_placed_stream),
+    ]
+}
 
 const DENSITY: f64 = 0.176;
 /// ~70M BF16 elements = ~140 MB, past a 128 MiB binding; not a whole number of tiles.
@@ -78,15 +89,11 @@ fn host_round_trip(ctx: &GpuContext, data: &[u8], dtype: DType, options: Options
     );
 }
 
-#[test]
-fn chunked_bf16_past_binding_size() {
-    let Some(ctx) = common::vulkan() else { return };
+fn chunked_bf16_past_binding_size(ctx: GpuContext) {
     host_round_trip(&ctx, bf16_data(), DType::Bf16, Options::SIGN_PACK);
 }
 
-#[test]
-fn chunked_e4m3_past_binding_size() {
-    let Some(ctx) = common::vulkan() else { return };
+fn chunked_e4m3_past_binding_size(ctx: GpuContext) {
     let data = cpu::synthetic_relu2(N_E4M3, DENSITY, DType::E4m3, 177);
     host_round_trip(&ctx, &data, DType::E4m3, Options::default());
 }
@@ -101,9 +108,7 @@ fn storage_with(ctx: &GpuContext, contents: &[u8]) -> wgpu::Buffer {
 
 /// `Codec::compress` / `Codec::decompress` on one > 128 MiB range at a non-zero offset: the GPU chunks
 /// the tensor itself, leaving gaps between the chunks' value streams.
-#[test]
-fn chunked_codec_direct_bf16_past_binding_size() {
-    let Some(ctx) = common::vulkan() else { return };
+fn chunked_codec_direct_bf16_past_binding_size(ctx: GpuContext) {
     let data = bf16_data();
     assert_past_binding(&ctx, data.len());
     let (dtype, options, n) = (DType::Bf16, Options::SIGN_PACK, N_BF16 as u64);
@@ -200,9 +205,7 @@ fn round_trip(ctx: &GpuContext, codec: &Codec, data: &[u8], dtype: DType, option
 
 /// One workgroup per grid row: a prime tile count cannot be a rectangle, so every tile index comes
 /// from the (x, y) → linear rebuild with x = 1, and the last row is the only one.
-#[test]
-fn dispatch_2d_one_workgroup_per_dimension_prime_tiles() {
-    let Some(ctx) = common::vulkan() else { return };
+fn dispatch_2d_one_workgroup_per_dimension_prime_tiles(ctx: GpuContext) {
     for force_portable in [false, true] {
         let codec = Codec::with_config(
             &ctx.device,
@@ -231,9 +234,7 @@ fn dispatch_2d_one_workgroup_per_dimension_prime_tiles() {
 }
 
 /// Both lowered limits at once: chunks of 3 tiles, each dispatched as a 1-wide column.
-#[test]
-fn dispatch_2d_one_workgroup_per_dimension_chunked() {
-    let Some(ctx) = common::vulkan() else { return };
+fn dispatch_2d_one_workgroup_per_dimension_chunked(ctx: GpuContext) {
     let codec = Codec::with_config(
         &ctx.device,
         CodecConfig { max_workgroups_per_dim: Some(1), max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() },
@@ -248,9 +249,7 @@ fn dispatch_2d_one_workgroup_per_dimension_chunked() {
 /// The GPU decodes a gapped stream the CPU placed (`cpu::place_chunked`), given as
 /// `Placement::Chunked`, at a non-zero offset: the chunked placement is a format fact, not a private
 /// agreement between the GPU compress and decompress.
-#[test]
-fn chunked_gpu_decodes_cpu_placed_stream() {
-    let Some(ctx) = common::vulkan() else { return };
+fn chunked_gpu_decodes_cpu_placed_stream(ctx: GpuContext) {
     let codec =
         Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() })
             .expect("codec");

@@ -7,12 +7,21 @@
 //! one encoder and submitted once; afterwards each round trip is exact and every canary byte survives,
 //! including the 1–3 bytes that share the last word of an odd-length dense range.
 
-mod common;
-
 use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
 use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Options};
 use wgpu::util::DeviceExt;
+
+use crate::common::harness::{vulkan_test, Test};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        vulkan_test!(embedding_pooled_ranges_adapter_limits),
+        vulkan_test!(embedding_pooled_ranges_chunked),
+        vulkan_test!(embedding_default_limits_device),
+        vulkan_test!(embedding_tight_buffers),
+    ]
+}
 
 /// The canary byte at pool position `i` (position-dependent, so a shifted copy is caught too).
 fn canary(i: usize, salt: u8) -> u8 {
@@ -171,9 +180,7 @@ fn embedded_round_trips(ctx: &GpuContext, codec: &Codec, counts: &[u64]) {
 /// Odd counts (the last word partial for every width), one element, empty, tile ± 1, several tiles.
 const COUNTS: [u64; 8] = [1, 3, 0, 33, 4095, 4097, 2 * 4096 + 1, 3 * 4096 + 4093];
 
-#[test]
-fn embedding_pooled_ranges_adapter_limits() {
-    let Some(ctx) = common::vulkan() else { return };
+fn embedding_pooled_ranges_adapter_limits(ctx: GpuContext) {
     for force_portable in [false, true] {
         let codec =
             Codec::with_config(&ctx.device, CodecConfig { force_portable, ..Default::default() }).expect("codec");
@@ -183,9 +190,7 @@ fn embedding_pooled_ranges_adapter_limits() {
 
 /// The chunked path through pooled ranges: a lowered binding limit splits these tensors into chunks
 /// whose bindings start at non-zero offsets inside the pools.
-#[test]
-fn embedding_pooled_ranges_chunked() {
-    let Some(ctx) = common::vulkan() else { return };
+fn embedding_pooled_ranges_chunked(ctx: GpuContext) {
     let codec =
         Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(3 * 8192 + 512), ..Default::default() })
             .expect("codec");
@@ -244,10 +249,7 @@ fn embedded_round_trips_chunked(ctx: &GpuContext, codec: &Codec) {
 
 /// A borrowed device need not have the adapter's limits: under `Limits::default()` offsets must be
 /// multiples of 256 and a storage binding holds at most 128 MiB. The codec must read both from the device.
-#[test]
-fn embedding_default_limits_device() {
-    std::env::set_var("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()));
-    let Some(probe) = common::vulkan() else { return };
+fn embedding_default_limits_device(probe: GpuContext) {
     let adapter = probe.adapter.clone();
     let features = adapter.features() & bitsparse::host::context::wanted_features();
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -277,9 +279,7 @@ fn embedding_default_limits_device() {
 /// Buffers exactly as large as their ranges (rounded up to whole words), so any binding the codec makes
 /// past a range's end is a wgpu validation error: compress, decompress and the chunked path must stay
 /// inside the ranges they were given.
-#[test]
-fn embedding_tight_buffers() {
-    let Some(ctx) = common::vulkan() else { return };
+fn embedding_tight_buffers(ctx: GpuContext) {
     let exact = |bytes: &[u8]| {
         let mut b = bytes.to_vec();
         b.resize(bytes.len().next_multiple_of(4).max(4), 0);

@@ -1,23 +1,22 @@
 //! Damaged files through the binary: the fuzzing corpus (`files/tests/corpus/`) and mutated containers
 //! with recomputed CRCs (`files/tests/mutants/`): never a panic, a wrong output or a partial file.
 
-mod common;
+use crate::common::harness::{cpu_test, needs_test, Test, VULKAN};
+use crate::mutants::*;
 
-#[path = "../../files/tests/mutants/mod.rs"]
-mod mutants;
-
-use mutants::*;
+pub fn tests() -> Vec<Test> {
+    vec![
+        needs_test!(mutated_containers_through_the_cli, VULKAN),
+        cpu_test!(corpus_through_the_cli),
+        needs_test!(corpus_ok_files_through_the_cli, VULKAN),
+    ]
+}
 
 /// Mutated containers with recomputed CRCs through the binary (GPU decoder): a spec-valid mutant
 /// decompresses to exactly what the CPU reference decodes, a spec-invalid one is exit 1 with one
 /// `error:` line naming the file and leaves no output. Deterministic mutants, enough of them that both
 /// kinds occur (the test counts them).
-#[test]
 fn mutated_containers_through_the_cli() {
-    if common::vulkan().is_none() {
-        eprintln!("skipped: no Vulkan adapter");
-        return;
-    }
     let bin = env!("CARGO_BIN_EXE_bitsparse");
     let tmp = std::env::temp_dir().join(format!("bitsparse-fuzz-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
@@ -64,13 +63,24 @@ fn mutated_containers_through_the_cli() {
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
-/// The corpus through the binary: bad files are one `error: ` line and exit 1 (never a panic, never an
-/// output file), good dump files analyse and round-trip byte-exactly through compress / decompress.
-#[test]
+/// The corpus through the binary, its `bad-*` files: one `error: ` line and exit 1 (never a panic, never
+/// an output file), from analyze / decompress and from compress. Most are refused before any adapter is
+/// opened, so this runs without one.
 fn corpus_through_the_cli() {
-    let gpu = common::vulkan().is_some();
+    corpus(false);
+}
+
+/// The corpus's good files (every file not named `bad-*`): they analyse and round-trip byte-exactly
+/// through compress / decompress on the GPU (the part of `corpus_through_the_cli` that ran only when
+/// Vulkan was there: now a test of its own, ignored without it).
+fn corpus_ok_files_through_the_cli() {
+    corpus(true);
+}
+
+/// Runs the corpus files that are good (`good`) or bad through the binary.
+fn corpus(good: bool) {
     let bin = env!("CARGO_BIN_EXE_bitsparse");
-    let tmp = std::env::temp_dir().join(format!("bitsparse-corpus-cli-{}", std::process::id()));
+    let tmp = std::env::temp_dir().join(format!("bitsparse-corpus-cli-{}-{good}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).unwrap();
     let run = |args: &[&std::ffi::OsStr]| {
@@ -81,13 +91,15 @@ fn corpus_through_the_cli() {
         }
         c.arg("--backend").arg("vulkan").args(args).output().unwrap()
     };
+    let mut files = 0;
     for entry in std::fs::read_dir(corpus_dir()).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_string();
-        if ext == "md" || (name.starts_with("ok-") && !gpu) {
+        if ext == "md" || name.starts_with("bad-") == good {
             continue;
         }
+        files += 1;
         let out = tmp.join("out");
         let back = tmp.join("back");
         let _ = std::fs::remove_file(&out);
@@ -98,7 +110,7 @@ fn corpus_through_the_cli() {
         };
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         assert!(!err.contains("panicked") && !err.contains("internal"), "{name}: {err}");
-        if name.starts_with("bad-") {
+        if !good {
             assert_eq!(o.status.code(), Some(1), "{name}: {err}");
             assert_eq!(err.lines().filter(|l| l.starts_with("error: ")).count(), 1, "{name}: {err}");
             assert!(err.contains(&name), "{name}: error does not name the file: {err}");
@@ -121,5 +133,6 @@ fn corpus_through_the_cli() {
             assert!(std::fs::read(&back).unwrap() == std::fs::read(&path).unwrap(), "{name}: round trip differs");
         }
     }
+    assert!(files > 0, "no {} files in {}", if good { "good" } else { "bad" }, corpus_dir().display());
     let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -1,0 +1,36 @@
+//! The core's GPU tests in one binary (`harness = false`, `tests/common/harness.rs`): a test whose
+//! adapter is missing is reported as ignored, with the reason (a failure under `CI=true`). One binary
+//! instead of one per file: each linked wgpu on its own. A test is named after its module
+//! (`arena::arena_overflow_at_reservation`), so `cargo test --test gpu arena::` runs one file's tests.
+//!
+//! The host-sync counts are per thread (`bitsparse::host::sync::thread_host_syncs`): tests running in
+//! parallel in this process cannot move each other's counts, and the library records on the caller's
+//! thread (`no_host_sync::no_host_sync_core_spawns_no_threads`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod arena;
+mod chunked;
+mod embedding;
+mod errors;
+mod fp8_storage;
+mod gl_backend;
+mod golden_v1;
+mod gpu_codec;
+mod no_host_sync;
+
+fn main() -> std::process::ExitCode {
+    let tests = [
+        arena::tests(),
+        chunked::tests(),
+        embedding::tests(),
+        errors::tests(),
+        fp8_storage::tests(),
+        gl_backend::tests(),
+        golden_v1::tests(),
+        gpu_codec::tests(),
+        no_host_sync::tests(),
+    ];
+    common::harness::main(tests.into_iter().flatten().collect())
+}
