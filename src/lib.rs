@@ -14,6 +14,7 @@ pub mod arena;
 pub mod conformance;
 pub mod cpu;
 pub mod dense_act;
+pub mod dispatch;
 pub mod error;
 pub mod format;
 pub mod host;
