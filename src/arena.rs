@@ -22,12 +22,12 @@ use std::sync::{Arc, Mutex};
 use wgpu::util::DeviceExt;
 
 use crate::activation::Activation;
-use crate::codec::{BufferRange, Codec, FusedBackward, Placement, Source, Target};
+use crate::codec::{BufferRange, Codec, Fp8Format, FusedBackward, Placement, Source, Target};
 use crate::cpu::fp8;
+use crate::dispatch::{begin_pass, Kernel, KernelDispatch, Program, Trust};
 use crate::error::{Error, Result};
 use crate::format::{status, DType, Layout, Options};
 use crate::host::sync;
-use crate::kernels::{pipeline, storage, uniform};
 
 /// Control-buffer word indices (mirrors `shaders/lib/arena_ctrl.wgsl`).
 pub mod ctrl {
@@ -87,8 +87,8 @@ pub struct Slot {
     /// Element type, count and options.
     pub layout: Layout,
     placement: Placement,
-    /// FP8 storage format (0 e4m3fn, 1 e5m2) when the slot holds FP8 codes of a BF16 activation.
-    fp8: Option<u32>,
+    /// FP8 storage format when the slot holds FP8 codes of a BF16 activation.
+    fp8: Option<Fp8Format>,
 }
 
 impl Slot {
@@ -155,33 +155,35 @@ struct HostState {
     gates: u32,
 }
 
-#[derive(Copy, Clone, Debug, bytemuck::Pod, bytemuck::Zeroable, Default)]
-#[repr(C)]
-struct SetupParams {
-    slot: u32,
-    values_offset: u32,
-    gx: u32,
-    gy: u32,
-    gz: u32,
-    gate_idx: u32,
-    /// reserve: 0 not FP8, 1 delayed e4m3, 2 delayed e5m2, 3 fixed scale.
-    fp8: u32,
-    /// reserve, fixed scale: its f32 bits.
-    fp8_scale: u32,
-    /// reserve: words of the tensor's worst case (decides whether a ring wraps to the start).
-    worst: u32,
-    /// release_front: word index of the next live slot, `u32::MAX` if none.
-    next: u32,
-    _pad: [u32; 2],
+crate::shader_params! {
+    /// The uniform of `arena.wgsl`'s one-thread setup kernels.
+    struct SetupParams: "arena.wgsl" Params {
+        slot: u32,
+        values_offset: u32,
+        gx: u32,
+        gy: u32,
+        gz: u32,
+        gate_idx: u32,
+        /// reserve: 0 not FP8, 1 delayed e4m3, 2 delayed e5m2, 3 fixed scale.
+        fp8: u32,
+        /// reserve, fixed scale: its f32 bits.
+        fp8_scale: u32,
+        /// reserve: words of the tensor's worst case (decides whether a ring wraps to the start).
+        worst: u32,
+        /// release_front: word index of the next live slot, `u32::MAX` if none.
+        next: u32,
+        _pad0: u32,
+        _pad1: u32,
+    }
 }
 
+/// The setup kernels (one program, `arena.wgsl`).
 #[derive(Debug)]
 struct Setup {
-    layout: wgpu::BindGroupLayout,
-    reserve: wgpu::ComputePipeline,
-    pop: wgpu::ComputePipeline,
-    release_front: wgpu::ComputePipeline,
-    gate: wgpu::ComputePipeline,
+    reserve: Kernel,
+    pop: Kernel,
+    release_front: Kernel,
+    gate: Kernel,
 }
 
 /// The arena. Cheap to clone (shared state).
@@ -229,16 +231,12 @@ impl Arena {
                 | wgpu::BufferUsages::COPY_DST,
         });
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("bitsparse.arena.setup"),
-            entries: &[storage(0, false), uniform(1)],
-        });
+        let program = Program::new(device, "arena.wgsl", &[], Trust::Checked);
         let setup = Setup {
-            reserve: pipeline(device, "arena.wgsl", "reserve", &[], &layout, &[]),
-            pop: pipeline(device, "arena.wgsl", "pop", &[], &layout, &[]),
-            release_front: pipeline(device, "arena.wgsl", "release_front", &[], &layout, &[]),
-            gate: pipeline(device, "arena.wgsl", "gate", &[], &layout, &[]),
-            layout,
+            reserve: program.kernel(device, "reserve", &[]),
+            pop: program.kernel(device, "pop", &[]),
+            release_front: program.kernel(device, "release_front", &[]),
+            gate: program.kernel(device, "gate", &[]),
         };
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("building the arena pipelines failed: {e}")));
@@ -272,24 +270,13 @@ impl Arena {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn setup_pass(&self, encoder: &mut wgpu::CommandEncoder, pipe: &wgpu::ComputePipeline, p: SetupParams) {
-        let device = self.codec.device();
-        let pbuf = crate::kernels::params_buffer(device, "bitsparse.arena.params", &p);
-        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("bitsparse.arena.setup"),
-            layout: &self.setup.layout,
-            entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: self.ctrl.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: pbuf.as_entire_binding() },
-            ],
-        });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("bitsparse.arena.setup"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(pipe);
-        pass.set_bind_group(0, &bind, &[]);
-        pass.dispatch_workgroups(1, 1, 1);
+    /// Records one of the one-thread setup kernels.
+    fn setup_pass(&self, encoder: &mut wgpu::CommandEncoder, kernel: &Kernel, p: SetupParams) {
+        let mut pass = begin_pass(encoder, "bitsparse.arena.setup");
+        KernelDispatch::new(self.codec.device(), &mut pass, kernel)
+            .bind([("ctrl", self.ctrl.as_entire_buffer_binding())])
+            .params(&p)
+            .dispatch([1, 1, 1]);
     }
 
     fn new_slot(&self, layout: Layout) -> Result<Slot> {
@@ -308,29 +295,30 @@ impl Arena {
         Ok(Slot { id, layout, placement: Placement::Compact, fp8: None })
     }
 
+    /// `fp8` and `fp8_scale` of `reserve`'s uniform: the FP8 choice stays typed until it is written there.
+    fn fp8_mode(fp8: Option<(Fp8Format, Fp8Scale)>) -> Result<(u32, u32)> {
+        match fp8 {
+            None => Ok((0, 0)),
+            Some((fmt, Fp8Scale::Delayed)) => Ok((1 + fmt.code(), 0)),
+            Some((_, Fp8Scale::Fixed(s))) if fp8::valid_scale(s) => Ok((3, s.to_bits())),
+            Some((_, Fp8Scale::Fixed(s))) => {
+                Err(Error::InvalidArgument(format!("an FP8 scale must be a positive, normal, finite f32, not {s}")))
+            }
+        }
+    }
+
     fn push_with(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         input: BufferRange<'_>,
         layout: Layout,
-        fused: Option<(u32, BufferRange<'_>)>,
-        fp8: Option<(u32, Fp8Scale)>,
+        fused: Option<(Activation, BufferRange<'_>)>,
+        fp8: Option<(Fp8Format, Fp8Scale)>,
     ) -> Result<Slot> {
         if input.buffer == &self.buffer || fused.as_ref().is_some_and(|(_, a)| a.buffer == &self.buffer) {
             return Err(Error::InvalidArgument("inputs and outputs must not live in the arena buffer".into()));
         }
-        let (fp8_mode, fp8_scale) = match fp8 {
-            None => (0, 0),
-            Some((fmt, Fp8Scale::Delayed)) => (1 + fmt, 0),
-            Some((_, Fp8Scale::Fixed(s))) => {
-                if !fp8::valid_scale(s) {
-                    return Err(Error::InvalidArgument(format!(
-                        "an FP8 scale must be a positive, normal, finite f32, not {s}"
-                    )));
-                }
-                (3, s.to_bits())
-            }
-        };
+        let (fp8_mode, fp8_scale) = Self::fp8_mode(fp8)?;
         let mut slot = self.new_slot(layout)?;
         slot.fp8 = fp8.map(|(fmt, _)| fmt);
         let worst = (layout.capacity_bytes() / 4).min(u32::MAX as u64) as u32;
@@ -384,7 +372,7 @@ impl Arena {
         options: Options,
         a_out: BufferRange<'_>,
     ) -> Result<Slot> {
-        self.push_with(encoder, z, Layout::new(DType::Bf16, n, options)?, Some((act.code(), a_out)), None)
+        self.push_with(encoder, z, Layout::new(DType::Bf16, n, options)?, Some((act, a_out)), None)
     }
 
     /// Fused forward with **FP8 storage (lossy)**: writes the dense `a` exactly as
@@ -406,12 +394,10 @@ impl Arena {
         options: Options,
         a_out: BufferRange<'_>,
     ) -> Result<Slot> {
-        let fmt = match format {
-            DType::E4m3 => 0,
-            DType::E5m2 => 1,
-            other => return Err(Error::InvalidArgument(format!("FP8 storage is e4m3 or e5m2, not {other}"))),
+        let Some(fmt) = Fp8Format::of(format) else {
+            return Err(Error::InvalidArgument(format!("FP8 storage is e4m3 or e5m2, not {format}")));
         };
-        self.push_with(encoder, z, Layout::new(format, n, options)?, Some((act.code(), a_out)), Some((fmt, scale)))
+        self.push_with(encoder, z, Layout::new(format, n, options)?, Some((act, a_out)), Some((fmt, scale)))
     }
 
     /// Records the decompression of `slot` into `output`. An invalid slot (overflowed) writes nothing.
@@ -440,7 +426,7 @@ impl Arena {
             )));
         }
         let source = Source::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word() };
-        let fused = FusedBackward { act: act.code(), g, a_out, fp8: slot.fp8 };
+        let fused = FusedBackward { act, g, a_out, fp8: slot.fp8 };
         self.codec.record_decompress(encoder, source, &slot.layout, slot.placement, dz_out, Some(fused))
     }
 

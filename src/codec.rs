@@ -7,11 +7,13 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::activation::Activation;
+use crate::dispatch::{begin_pass, KernelDispatch};
 use crate::error::{Error, Result};
 use crate::format::{self, DType, Layout, Options, TILE};
 pub use crate::kernels::CodecPath;
-use crate::kernels::Kernels;
 pub use crate::kernels::Staging;
+use crate::kernels::{Built, Elem, Fusion, Io, Kernels, Op, Storage};
 
 /// A byte range of a buffer: what the codec reads or writes. The buffer needs `STORAGE` usage; `offset`
 /// must be a multiple of the device's `min_storage_buffer_offset_alignment`; the buffer must extend to
@@ -35,6 +37,10 @@ impl<'a> BufferRange<'a> {
     /// The whole buffer.
     pub fn whole(buffer: &'a wgpu::Buffer) -> Self {
         BufferRange { buffer, offset: 0, size: buffer.size() }
+    }
+    /// The range as a buffer binding.
+    pub fn binding(&self) -> wgpu::BufferBinding<'a> {
+        wgpu::BufferBinding { buffer: self.buffer, offset: self.offset, size: wgpu::BufferSize::new(self.size) }
     }
 }
 
@@ -91,27 +97,79 @@ pub struct Compressed {
     pub placement: Placement,
 }
 
-#[derive(Copy, Clone, Debug, bytemuck::Pod, bytemuck::Zeroable, Default)]
-#[repr(C)]
-struct Params {
-    tiles: u32,
-    full_tiles: u32,
-    tail_len: u32,
-    sign_pack: u32,
-    table_idx: u32,
-    mask_idx: u32,
-    val_idx: u32,
-    val_base: u32,
-    hdr_idx: u32,
-    info: u32,
-    n_lo: u32,
-    n_hi: u32,
-    slot: u32,
-    act: u32,
-    /// compress: words before the values section (arena commit); decompress: `write_a` of the fused backward.
-    values_offset: u32,
-    /// FP8 storage format: 0 e4m3fn, 1 e5m2.
-    fp8_fmt: u32,
+crate::shader_params! {
+    /// The uniform of `compress.wgsl`: one chunk of a compress (and, for the last chunk, its `finish`).
+    struct CompressParams: "compress.wgsl" Params {
+        tiles: u32,
+        full_tiles: u32,
+        tail_len: u32,
+        sign_pack: u32,
+        table_idx: u32,
+        mask_idx: u32,
+        val_idx: u32,
+        val_base: u32,
+        hdr_idx: u32,
+        info: u32,
+        n_lo: u32,
+        n_hi: u32,
+        slot: u32,
+        act: u32,
+        /// Words before the values section (arena commit).
+        values_offset: u32,
+        fp8_fmt: u32,
+    }
+}
+
+crate::shader_params! {
+    /// The uniform of `decompress.wgsl`: one chunk of a decompress or fused backward.
+    struct DecompressParams: "decompress.wgsl" Params {
+        tiles: u32,
+        full_tiles: u32,
+        tail_len: u32,
+        sign_pack: u32,
+        table_idx: u32,
+        mask_idx: u32,
+        val_idx: u32,
+        val_base: u32,
+        hdr_idx: u32,
+        _pad0: u32,
+        _pad1: u32,
+        _pad2: u32,
+        slot: u32,
+        act: u32,
+        /// Fused backward: 1 to also write the dense activation.
+        write_a: u32,
+        fp8_fmt: u32,
+    }
+}
+
+/// The format of FP8 storage (`Arena::fused_forward_fp8`): what the stream's codes are. An enum until it is
+/// written into a kernel's uniform ([`Fp8Format::code`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Fp8Format {
+    /// e4m3fn.
+    E4m3,
+    /// e5m2.
+    E5m2,
+}
+
+impl Fp8Format {
+    /// The format of `dtype`, if it is an FP8 type.
+    pub(crate) fn of(dtype: DType) -> Option<Fp8Format> {
+        match dtype {
+            DType::E4m3 => Some(Fp8Format::E4m3),
+            DType::E5m2 => Some(Fp8Format::E5m2),
+            _ => None,
+        }
+    }
+
+    /// `fp8_fmt` of the kernels' uniforms (and `fmt` of lib/fp8.wgsl): 0 e4m3fn, 1 e5m2.
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            Fp8Format::E4m3 => 0,
+            Fp8Format::E5m2 => 1,
+        }
+    }
 }
 
 /// Scan state words before the per-tile status words (see `shaders/compress.wgsl`).
@@ -205,15 +263,21 @@ impl Codec {
     /// Builds the arena and fused-kernel pipelines now, so the first training step does not pay for
     /// shader compilation. Called by [`crate::arena::Arena::new`].
     pub(crate) fn warm_arena_variants(&self) -> Result<()> {
-        for compress in [true, false] {
-            for bits8 in [false, true] {
-                self.inner.kernels.get(self.inner.kernels.variant(compress, bits8, true, false, false))?;
+        for (op, fusion) in [(Op::Compress, Fusion::Forward), (Op::Decompress, Fusion::Backward)] {
+            for elem in [Elem::Bits16, Elem::Bits8] {
+                self.kernels(op, elem, Io::Arena, Fusion::None, Storage::Native)?;
             }
-            self.inner.kernels.get(self.inner.kernels.variant(compress, false, true, true, false))?;
+            self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Native)?;
             // FP8 storage is optional: a device that cannot build it reports that when it is used.
-            let _ = self.inner.kernels.get(self.inner.kernels.variant(compress, false, true, true, true));
+            let _ = self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Fp8);
         }
         Ok(())
+    }
+
+    /// The kernels of one variant, built on first use.
+    fn kernels(&self, op: Op, elem: Elem, io: Io, fusion: Fusion, storage: Storage) -> Result<Arc<Built>> {
+        let k = &self.inner.kernels;
+        k.get(k.variant(op, elem, io, fusion, storage)?)
     }
 
     /// The path the kernels use.
@@ -279,10 +343,6 @@ impl Codec {
         (wgpu::BufferBinding { buffer, offset: base, size: wgpu::BufferSize::new(size) }, (slack / 4) as u32)
     }
 
-    fn params(&self, p: &Params) -> wgpu::Buffer {
-        crate::kernels::params_buffer(&self.inner.device, "bitsparse.params", p)
-    }
-
     fn scan_buffer(&self, words: u64) -> wgpu::Buffer {
         let mut slot = self.inner.scan.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(b) = slot.as_ref() {
@@ -300,9 +360,10 @@ impl Codec {
         b
     }
 
-    fn grid(&self, groups: u64) -> (u32, u32) {
+    /// One workgroup per tile, in rows of at most the per-dimension limit.
+    fn grid(&self, groups: u64) -> [u32; 3] {
         let x = groups.min(self.inner.max_wg_dim as u64).max(1);
-        (x as u32, groups.div_ceil(x) as u32)
+        [x as u32, groups.div_ceil(x) as u32, 1]
     }
 
     /// Records the compression of `n` elements of `dtype` read from `input` into the stream range
@@ -343,168 +404,166 @@ impl Codec {
         layout: &Layout,
         target: Target<'_>,
     ) -> Result<Placement> {
-        // Under FP8 storage the input (and the fused output) is BF16 while the stream is e4m3/e5m2.
-        let fp8 = match &target {
-            Target::Arena { fp8, .. } => *fp8,
-            Target::Plain(_) => None,
-        };
-        let (dtype, n) = (if fp8.is_some() { DType::Bf16 } else { layout.dtype }, layout.n);
-        let dense_bytes = n * dtype.bytes();
-        if fp8.is_some() && !matches!(target, Target::Arena { fused: Some(_), .. }) {
-            return Err(Error::InvalidArgument("FP8 storage needs the fused forward".into()));
-        }
-        if input.size != dense_bytes {
-            return Err(Error::InvalidArgument(format!(
-                "input range of {} bytes does not hold {n} {dtype} elements ({dense_bytes} bytes)",
-                input.size,
-            )));
-        }
-        self.check_range("compress input", &input)?;
-        let fused = match &target {
-            Target::Arena { fused: Some((_, a)), .. } => {
-                self.check_range("fused forward output", a)?;
-                if a.size != dense_bytes {
-                    return Err(Error::InvalidArgument("fused forward output must have the input's size".into()));
-                }
-                true
-            }
-            _ => false,
-        };
-        let arena = matches!(target, Target::Arena { .. });
-        if let Target::Arena { arena, .. } = &target {
-            if input.buffer == *arena {
-                return Err(Error::InvalidArgument("the input must not live in the arena buffer".into()));
-            }
-        }
+        let dtype = self.check_compress(&input, layout, &target)?;
         let chunk_tiles = self.chunk_tiles(dtype);
         let chunks = Self::chunks(layout, chunk_tiles);
         let placement = if chunks.len() > 1 { Placement::Chunked { chunk_tiles } } else { Placement::Compact };
-        let k =
-            self.inner.kernels.get(self.inner.kernels.variant(true, dtype.bits() == 8, arena, fused, fp8.is_some()))?;
-        let eb = dtype.bytes();
+        let (io, fusion, storage) = target.kind();
+        let k = self.kernels(Op::Compress, elem(dtype), io, fusion, storage)?;
         let scan = self.scan_buffer(SCAN_HEAD_WORDS + chunk_tiles.min(layout.tiles.max(1)));
-        let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
-        let (slot, act) = match &target {
-            Target::Arena { slot_word, fused, .. } => (*slot_word, fused.as_ref().map(|f| f.0).unwrap_or(0)),
-            Target::Plain(_) => (0, 0),
-        };
-        let mut base_params = Params {
+        let base = CompressParams {
             sign_pack: layout.options.sign_pack as u32,
             info: layout.info_word(),
-            n_lo: n as u32,
-            n_hi: (n >> 32) as u32,
-            slot,
-            act,
+            n_lo: layout.n as u32,
+            n_hi: (layout.n >> 32) as u32,
+            slot: target.slot_word(),
+            act: target.act().map_or(0, Activation::code),
             values_offset: layout.values_offset as u32,
-            fp8_fmt: fp8.unwrap_or(0),
+            fp8_fmt: target.fp8().map_or(0, Fp8Format::code),
             ..Default::default()
         };
-        let ro = self.inner.dummy_ro.as_entire_buffer_binding();
-        let rw = self.inner.dummy_rw.as_entire_buffer_binding();
-        // Bindings common to every chunk, by target.
-        let fixed: Vec<(u32, wgpu::BufferBinding<'_>)> = match &target {
-            Target::Plain(output) => vec![(
-                2,
-                wgpu::BufferBinding {
-                    buffer: output.buffer,
-                    offset: output.offset,
-                    size: wgpu::BufferSize::new(meta_words * 4),
-                },
-            )],
-            Target::Arena { arena, ctrl, .. } => {
-                vec![(2, arena.as_entire_buffer_binding()), (7, ctrl.as_entire_buffer_binding())]
-            }
-        };
-        let mut last_bind = None;
+        let stream = Self::stream_bindings(layout, &target);
+        let mut last = None;
         for (ci, c) in chunks.iter().enumerate() {
             // The scan state is per chunk; status bits (word 0) accumulate over the chunks.
             let clear_from = if ci == 0 { 0 } else { 4 };
             encoder.clear_buffer(&scan, clear_from, Some((SCAN_HEAD_WORDS + c.tiles) * 4 - clear_from));
-            let (src4, src_tail) = self.dense_windows(&input, c, eb, &ro);
-            let elems = c.full_tiles * TILE as u64 + c.tail_len;
-            let val_base = layout.chunk_value_base(c.first);
-            let mut entries: Vec<(u32, wgpu::BufferBinding<'_>)> =
-                vec![(0, src4), (1, src_tail), (5, scan.as_entire_buffer_binding())];
-            entries.extend(fixed.iter().cloned());
-            let (mask_idx, val_idx) = match &target {
-                Target::Plain(output) => {
-                    let (mask_b, mask_idx) = self.window(
-                        output.buffer,
-                        output.offset + (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) * 4,
-                        elems.div_ceil(32),
-                    );
-                    let cap: u64 = (c.first..c.first + c.tiles).map(|t| layout.tile_capacity_words(t)).sum();
-                    let (vals_b, val_idx) =
-                        self.window(output.buffer, output.offset + (layout.values_offset + val_base) * 4, cap);
-                    entries.extend([(3, mask_b), (4, vals_b)]);
-                    (mask_idx, val_idx)
-                }
-                Target::Arena { fused, .. } => {
-                    if let Some((_, a)) = fused {
-                        let (a4, a_tail) = self.dense_windows(a, c, eb, &rw);
-                        entries.extend([(8, a4), (9, a_tail)]);
-                    }
-                    (
-                        (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) as u32,
-                        (layout.values_offset + val_base) as u32,
-                    )
-                }
-            };
-            base_params = Params {
-                tiles: c.tiles as u32,
-                full_tiles: c.full_tiles as u32,
-                tail_len: c.tail_len as u32,
-                table_idx: (format::HEADER_WORDS as u64 + c.first) as u32,
-                mask_idx,
-                val_idx,
-                val_base: val_base as u32,
-                hdr_idx: 0,
-                ..base_params
-            };
-            let pbuf = self.params(&base_params);
-            entries.push((6, pbuf.as_entire_buffer_binding()));
-            let bind = self.bind_group("bitsparse.compress", &k.layout, entries);
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("bitsparse.compress"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&k.main);
-            pass.set_bind_group(0, &bind, &[]);
-            let (x, y) = self.grid(c.tiles);
-            pass.dispatch_workgroups(x, y, 1);
-            drop(pass);
-            last_bind = Some(bind);
+            let (binds, p) = self.compress_chunk(&input, layout, &target, c, dtype.bytes(), base);
+            let binds = binds.into_iter().chain(stream.iter().cloned());
+            let mut pass = begin_pass(encoder, "bitsparse.compress");
+            let mut d = KernelDispatch::new(&self.inner.device, &mut pass, &k.main);
+            d.bind(binds).bind([("scan", scan.as_entire_buffer_binding())]).params(&p);
+            last = Some(d.dispatch(self.grid(c.tiles)));
         }
-        // The header (and in the arena, the commit), from the last chunk's scan state (or an empty tensor's).
-        let bind = match last_bind {
-            Some(b) => b,
-            None => {
-                encoder.clear_buffer(&scan, 0, Some(SCAN_HEAD_WORDS * 4));
-                let pbuf = self.params(&base_params);
-                let mut entries: Vec<(u32, wgpu::BufferBinding<'_>)> = vec![
-                    (0, ro.clone()),
-                    (1, ro.clone()),
-                    (5, scan.as_entire_buffer_binding()),
-                    (6, pbuf.as_entire_buffer_binding()),
-                ];
-                entries.extend(fixed.iter().cloned());
-                match &target {
-                    Target::Plain(_) => entries.extend([(3, rw.clone()), (4, rw.clone())]),
-                    Target::Arena { fused: Some(_), .. } => entries.extend([(8, rw.clone()), (9, rw.clone())]),
-                    Target::Arena { .. } => {}
+        self.record_finish(encoder, &k, &target, stream, &scan, last, &base);
+        Ok(placement)
+    }
+
+    /// Checks a compress's ranges; returns the dense element type (BF16 under FP8 storage, whose stream
+    /// holds e4m3/e5m2 codes).
+    fn check_compress(&self, input: &BufferRange<'_>, layout: &Layout, target: &Target<'_>) -> Result<DType> {
+        let dtype = if target.fp8().is_some() { DType::Bf16 } else { layout.dtype };
+        let dense_bytes = layout.n * dtype.bytes();
+        if target.fp8().is_some() && target.act().is_none() {
+            return Err(Error::InvalidArgument("FP8 storage needs the fused forward".into()));
+        }
+        if input.size != dense_bytes {
+            return Err(Error::InvalidArgument(format!(
+                "input range of {} bytes does not hold {} {dtype} elements ({dense_bytes} bytes)",
+                input.size, layout.n,
+            )));
+        }
+        self.check_range("compress input", input)?;
+        if let Target::Arena { fused: Some((_, a)), .. } = target {
+            self.check_range("fused forward output", a)?;
+            if a.size != dense_bytes {
+                return Err(Error::InvalidArgument("fused forward output must have the input's size".into()));
+            }
+        }
+        if let Target::Arena { arena, .. } = target {
+            if input.buffer == *arena {
+                return Err(Error::InvalidArgument("the input must not live in the arena buffer".into()));
+            }
+        }
+        Ok(dtype)
+    }
+
+    /// The bindings (all but `scan` and the stream's, [`Codec::stream_bindings`]) and the uniform of
+    /// compress chunk `c`; `eb`: dense bytes per element.
+    fn compress_chunk<'b>(
+        &'b self,
+        input: &BufferRange<'b>,
+        layout: &Layout,
+        target: &Target<'b>,
+        c: &Chunk,
+        eb: u64,
+        base: CompressParams,
+    ) -> (Vec<(&'static str, wgpu::BufferBinding<'b>)>, CompressParams) {
+        let (src4, src_tail) = self.dense_windows(input, c, eb, &self.inner.dummy_ro.as_entire_buffer_binding());
+        let mut binds = vec![("src4", src4), ("src_tail", src_tail)];
+        let val_base = layout.chunk_value_base(c.first);
+        let mask_word = layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64;
+        let (mask_idx, val_idx) = match target {
+            Target::Plain(output) => {
+                let elems = c.full_tiles * TILE as u64 + c.tail_len;
+                let (mask_b, mask_idx) = self.window(output.buffer, output.offset + mask_word * 4, elems.div_ceil(32));
+                let cap: u64 = (c.first..c.first + c.tiles).map(|t| layout.tile_capacity_words(t)).sum();
+                let (vals_b, val_idx) =
+                    self.window(output.buffer, output.offset + (layout.values_offset + val_base) * 4, cap);
+                binds.extend([("mask_out", mask_b), ("vals_out", vals_b)]);
+                (mask_idx, val_idx)
+            }
+            Target::Arena { fused, .. } => {
+                if let Some((_, a)) = fused {
+                    let (a4, a_tail) = self.dense_windows(a, c, eb, &self.inner.dummy_rw.as_entire_buffer_binding());
+                    binds.extend([("a4", a4), ("a_tail", a_tail)]);
                 }
-                self.bind_group("bitsparse.compress.empty", &k.layout, entries)
+                (mask_word as u32, (layout.values_offset + val_base) as u32)
             }
         };
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("bitsparse.finish"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(k.finish.as_ref().expect("compress variants have finish"));
-        pass.set_bind_group(0, &bind, &[]);
-        pass.dispatch_workgroups(1, 1, 1);
-        drop(pass);
-        Ok(placement)
+        let p = CompressParams {
+            tiles: c.tiles as u32,
+            full_tiles: c.full_tiles as u32,
+            tail_len: c.tail_len as u32,
+            table_idx: (format::HEADER_WORDS as u64 + c.first) as u32,
+            mask_idx,
+            val_idx,
+            val_base: val_base as u32,
+            hdr_idx: 0,
+            ..base
+        };
+        (binds, p)
+    }
+
+    /// Where a compress writes its header (and in the arena, its commit): the same for every chunk.
+    fn stream_bindings<'b>(layout: &Layout, target: &Target<'b>) -> Vec<(&'static str, wgpu::BufferBinding<'b>)> {
+        match target {
+            Target::Plain(output) => {
+                let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
+                let size = wgpu::BufferSize::new(meta_words * 4);
+                vec![("head", wgpu::BufferBinding { buffer: output.buffer, offset: output.offset, size })]
+            }
+            Target::Arena { arena, ctrl, .. } => {
+                vec![("arena", arena.as_entire_buffer_binding()), ("ctrl", ctrl.as_entire_buffer_binding())]
+            }
+        }
+    }
+
+    /// Records `finish`: the header (and in the arena, the commit), from the last chunk's scan state with
+    /// its bind group, or for an empty tensor from a cleared scan state.
+    fn record_finish(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        k: &Built,
+        target: &Target<'_>,
+        stream: Vec<(&'static str, wgpu::BufferBinding<'_>)>,
+        scan: &wgpu::Buffer,
+        last: Option<wgpu::BindGroup>,
+        base: &CompressParams,
+    ) {
+        if last.is_none() {
+            encoder.clear_buffer(scan, 0, Some(SCAN_HEAD_WORDS * 4));
+        }
+        let finish = k.finish.as_ref().expect("compress variants have finish");
+        let mut pass = begin_pass(encoder, "bitsparse.finish");
+        let mut d = KernelDispatch::new(&self.inner.device, &mut pass, finish);
+        match last {
+            Some(group) => d.dispatch_group(&group, [1, 1, 1]),
+            None => {
+                // No chunk: every per-chunk range is a dummy.
+                let per_chunk: &[&'static str] = match target {
+                    Target::Plain(_) => &["mask_out", "vals_out"],
+                    Target::Arena { fused: Some(_), .. } => &["a4", "a_tail"],
+                    Target::Arena { .. } => &[],
+                };
+                let (ro, rw) = (&self.inner.dummy_ro, &self.inner.dummy_rw);
+                d.bind(
+                    [("src4", ro), ("src_tail", ro), ("scan", scan)].map(|(n, b)| (n, b.as_entire_buffer_binding())),
+                );
+                d.bind(per_chunk.iter().map(|&n| (n, rw.as_entire_buffer_binding())));
+                d.bind(stream).params(base).dispatch([1, 1, 1]);
+            }
+        }
     }
 
     /// The `(vec4 part, tail words)` bindings of a dense range for chunk `c`; `dummy` where empty.
@@ -536,20 +595,6 @@ impl Codec {
             dummy.clone()
         };
         (full, tail)
-    }
-
-    fn bind_group(
-        &self,
-        label: &str,
-        layout: &wgpu::BindGroupLayout,
-        entries: Vec<(u32, wgpu::BufferBinding<'_>)>,
-    ) -> wgpu::BindGroup {
-        let entries: Vec<wgpu::BindGroupEntry<'_>> = entries.into_iter().map(|(b, r)| entry(b, r)).collect();
-        self.inner.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(label),
-            layout,
-            entries: &entries,
-        })
     }
 
     /// Records the decompression of `compressed` into the dense range `output` (exactly the tensor's
@@ -591,151 +636,188 @@ impl Codec {
     ) -> Result<()> {
         // Under FP8 storage the fused backward's dense operands are BF16 while the stream is e4m3/e5m2.
         let fp8 = fused.as_ref().and_then(|f| f.fp8);
-        let dense_dtype = if fp8.is_some() { DType::Bf16 } else { layout.dtype };
-        let dense_bytes = layout.n * dense_dtype.bytes();
+        let dense = if fp8.is_some() { DType::Bf16 } else { layout.dtype };
+        self.check_decompress(&source, layout, dense, &output, fused.as_ref())?;
+        if layout.tiles == 0 {
+            return Ok(());
+        }
+        let chunk_tiles = self.decompress_chunk_tiles(&source, layout, placement, dense)?;
+        let fusion = if fused.is_some() { Fusion::Backward } else { Fusion::None };
+        let storage = if fp8.is_some() { Storage::Fp8 } else { Storage::Native };
+        let k = self.kernels(Op::Decompress, elem(dense), source.io(), fusion, storage)?;
+        let base = DecompressParams {
+            sign_pack: layout.options.sign_pack as u32,
+            slot: source.slot_word(),
+            act: fused.as_ref().map_or(0, |f| f.act.code()),
+            write_a: fused.as_ref().is_some_and(|f| f.a_out.is_some()) as u32,
+            fp8_fmt: fp8.map_or(0, Fp8Format::code),
+            ..Default::default()
+        };
+        let mut pass = begin_pass(encoder, "bitsparse.decompress");
+        let mut d = KernelDispatch::new(&self.inner.device, &mut pass, &k.main);
+        for c in Self::chunks(layout, chunk_tiles) {
+            let (binds, p) = self.decompress_chunk(&source, layout, placement, &c, base);
+            d.bind(binds).bind(self.dense_bindings(&output, fused.as_ref(), &c, dense.bytes())).params(&p);
+            d.dispatch(self.grid(c.tiles));
+        }
+        Ok(())
+    }
+
+    /// Checks a decompress's ranges; `dense` is the dense element type.
+    fn check_decompress(
+        &self,
+        source: &Source<'_>,
+        layout: &Layout,
+        dense: DType,
+        output: &BufferRange<'_>,
+        fused: Option<&FusedBackward<'_>>,
+    ) -> Result<()> {
+        let dense_bytes = layout.n * dense.bytes();
         if output.size != dense_bytes {
             return Err(Error::InvalidArgument(format!(
                 "decompress output range of {} bytes does not hold {} {} elements ({dense_bytes} bytes)",
-                output.size, layout.n, dense_dtype,
+                output.size, layout.n, dense,
             )));
         }
-        self.check_range("decompress output", &output)?;
-        let src_buffer = match &source {
+        self.check_range("decompress output", output)?;
+        let src_buffer = match source {
             Source::Plain(c) => &c.buffer,
             Source::Arena { arena, .. } => *arena,
         };
         if src_buffer == output.buffer {
             return Err(Error::InvalidArgument("decompress input and output must be in different buffers".into()));
         }
-        if let Some(f) = &fused {
-            for (what, r) in [("fused backward gradient", Some(&f.g)), ("fused backward activation", f.a_out.as_ref())]
-            {
-                if let Some(r) = r {
-                    self.check_range(what, r)?;
-                    if r.size != dense_bytes {
-                        return Err(Error::InvalidArgument(format!(
-                            "{what} range must hold the tensor's {dense_bytes} bytes"
-                        )));
-                    }
+        let Some(f) = fused else { return Ok(()) };
+        for (what, r) in [("fused backward gradient", Some(&f.g)), ("fused backward activation", f.a_out.as_ref())] {
+            if let Some(r) = r {
+                self.check_range(what, r)?;
+                if r.size != dense_bytes {
+                    return Err(Error::InvalidArgument(format!(
+                        "{what} range must hold the tensor's {dense_bytes} bytes"
+                    )));
                 }
             }
         }
-        if layout.tiles == 0 {
-            return Ok(());
-        }
-        let eb = dense_dtype.bytes();
-        let chunk_tiles = match placement {
-            Placement::Chunked { chunk_tiles } => chunk_tiles,
-            Placement::Compact => self.chunk_tiles(dense_dtype),
-        };
-        if chunk_tiles == 0 || chunk_tiles * TILE as u64 * eb + self.inner.align > self.inner.max_binding {
-            return Err(Error::Unsupported(format!("chunks of {chunk_tiles} tiles do not fit this device's bindings")));
-        }
-        let arena = matches!(source, Source::Arena { .. });
-        let available_value_words = match &source {
+        Ok(())
+    }
+
+    /// Value words of the stream's values section a decompress may read.
+    fn available_value_words(source: &Source<'_>, layout: &Layout) -> u64 {
+        match source {
             Source::Plain(c) => c.size / 4 - layout.values_offset,
             Source::Arena { .. } => layout.values_capacity,
+        }
+    }
+
+    /// Tiles per decompress chunk: the compress's chunks, or for a compact stream as many as one dense
+    /// binding holds; an error where a chunk or a compact values section does not fit one binding.
+    fn decompress_chunk_tiles(
+        &self,
+        source: &Source<'_>,
+        layout: &Layout,
+        placement: Placement,
+        dense: DType,
+    ) -> Result<u64> {
+        let chunk_tiles = match placement {
+            Placement::Chunked { chunk_tiles } => chunk_tiles,
+            Placement::Compact => self.chunk_tiles(dense),
         };
-        if let (Placement::Compact, Source::Plain(_)) = (placement, &source) {
-            if available_value_words.min(layout.values_capacity) * 4 + self.inner.align > self.inner.max_binding {
+        if chunk_tiles == 0 || chunk_tiles * TILE as u64 * dense.bytes() + self.inner.align > self.inner.max_binding {
+            return Err(Error::Unsupported(format!("chunks of {chunk_tiles} tiles do not fit this device's bindings")));
+        }
+        if let (Placement::Compact, Source::Plain(_)) = (placement, source) {
+            let words = Self::available_value_words(source, layout).min(layout.values_capacity);
+            if words * 4 + self.inner.align > self.inner.max_binding {
                 return Err(Error::Unsupported(
                     "compact stream's values section is larger than one binding: decompress it in pieces (host::decompress_to_vec does)".into(),
                 ));
             }
         }
-        let k = self.inner.kernels.get(self.inner.kernels.variant(
-            false,
-            dense_dtype.bits() == 8,
-            arena,
-            fused.is_some(),
-            fp8.is_some(),
-        ))?;
-        let meta_words = format::HEADER_WORDS as u64 + layout.tiles;
-        let rw = self.inner.dummy_rw.as_entire_buffer_binding();
-        let (slot, act, write_a) = match (&source, &fused) {
-            (Source::Arena { slot_word, .. }, Some(f)) => (*slot_word, f.act, f.a_out.is_some() as u32),
-            (Source::Arena { slot_word, .. }, None) => (*slot_word, 0, 0),
-            _ => (0, 0, 0),
-        };
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("bitsparse.decompress"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&k.main);
-        for c in Self::chunks(layout, chunk_tiles) {
-            let elems = c.full_tiles * TILE as u64 + c.tail_len;
-            let (dst4, dst_tail) = self.dense_windows(&output, &c, eb, &rw);
-            let mut entries = vec![(3, dst4), (4, dst_tail)];
-            let (mask_idx, val_idx, win_base) = match &source {
-                Source::Plain(cmp) => {
-                    let meta = wgpu::BufferBinding {
-                        buffer: &cmp.buffer,
-                        offset: cmp.offset,
-                        size: wgpu::BufferSize::new(meta_words * 4),
-                    };
-                    let (mask_b, mask_idx) = self.window(
-                        &cmp.buffer,
-                        cmp.offset + (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) * 4,
-                        elems.div_ceil(32),
-                    );
-                    let (win_base, win_words) = match placement {
-                        Placement::Chunked { .. } => {
-                            let cap: u64 = (c.first..c.first + c.tiles).map(|t| layout.tile_capacity_words(t)).sum();
-                            (layout.chunk_value_base(c.first), cap)
-                        }
-                        Placement::Compact => (0, available_value_words.min(layout.values_capacity)),
-                    };
-                    let win_words = win_words.min(available_value_words.saturating_sub(win_base));
-                    let (vals_b, val_idx) =
-                        self.window(&cmp.buffer, cmp.offset + (layout.values_offset + win_base) * 4, win_words);
-                    entries.extend([(0, meta), (1, mask_b), (2, vals_b)]);
-                    (mask_idx, val_idx, win_base)
-                }
-                Source::Arena { arena, ctrl, .. } => {
-                    entries.extend([(0, arena.as_entire_buffer_binding()), (6, ctrl.as_entire_buffer_binding())]);
-                    (
-                        (layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64) as u32,
-                        layout.values_offset as u32,
-                        0,
-                    )
-                }
-            };
-            if let Some(f) = &fused {
-                let ro = self.inner.dummy_ro.as_entire_buffer_binding();
-                let (g4, g_tail) = self.dense_windows(&f.g, &c, eb, &ro);
-                let (a4, a_tail) = match &f.a_out {
-                    Some(a) => self.dense_windows(a, &c, eb, &rw),
-                    None => (
-                        self.inner.dummy_rw2.as_entire_buffer_binding(),
-                        self.inner.dummy_rw3.as_entire_buffer_binding(),
-                    ),
+        Ok(chunk_tiles)
+    }
+
+    /// The stream bindings and the uniform of decompress chunk `c`.
+    fn decompress_chunk<'b>(
+        &self,
+        source: &Source<'b>,
+        layout: &Layout,
+        placement: Placement,
+        c: &Chunk,
+        base: DecompressParams,
+    ) -> (Vec<(&'static str, wgpu::BufferBinding<'b>)>, DecompressParams) {
+        let mask_word = layout.mask_offset + c.first * format::TILE_MASK_WORDS as u64;
+        let (binds, mask_idx, val_idx, win_base) = match source {
+            Source::Plain(cmp) => {
+                let elems = c.full_tiles * TILE as u64 + c.tail_len;
+                let meta = format::HEADER_WORDS as u64 + layout.tiles;
+                let size = wgpu::BufferSize::new(meta * 4);
+                let head = wgpu::BufferBinding { buffer: &cmp.buffer, offset: cmp.offset, size };
+                let (mask_b, mask_idx) = self.window(&cmp.buffer, cmp.offset + mask_word * 4, elems.div_ceil(32));
+                let available = Self::available_value_words(source, layout);
+                let (win_base, win_words) = match placement {
+                    Placement::Chunked { .. } => {
+                        let cap: u64 = (c.first..c.first + c.tiles).map(|t| layout.tile_capacity_words(t)).sum();
+                        (layout.chunk_value_base(c.first), cap)
+                    }
+                    Placement::Compact => (0, available.min(layout.values_capacity)),
                 };
-                entries.extend([(7, g4), (8, g_tail), (9, a4), (10, a_tail)]);
+                let win_words = win_words.min(available.saturating_sub(win_base));
+                let (vals_b, val_idx) =
+                    self.window(&cmp.buffer, cmp.offset + (layout.values_offset + win_base) * 4, win_words);
+                (vec![("head", head), ("mask_in", mask_b), ("vals_in", vals_b)], mask_idx, val_idx, win_base)
             }
-            let p = Params {
-                tiles: c.tiles as u32,
-                full_tiles: c.full_tiles as u32,
-                tail_len: c.tail_len as u32,
-                sign_pack: layout.options.sign_pack as u32,
-                table_idx: (format::HEADER_WORDS as u64 + c.first) as u32,
-                mask_idx,
-                val_idx,
-                val_base: win_base as u32,
-                hdr_idx: 0,
-                slot,
-                act,
-                values_offset: write_a,
-                fp8_fmt: fp8.unwrap_or(0),
-                ..Default::default()
+            Source::Arena { arena, ctrl, .. } => {
+                let binds =
+                    vec![("arena", arena.as_entire_buffer_binding()), ("ctrl", ctrl.as_entire_buffer_binding())];
+                (binds, mask_word as u32, layout.values_offset as u32, 0)
+            }
+        };
+        let p = DecompressParams {
+            tiles: c.tiles as u32,
+            full_tiles: c.full_tiles as u32,
+            tail_len: c.tail_len as u32,
+            table_idx: (format::HEADER_WORDS as u64 + c.first) as u32,
+            mask_idx,
+            val_idx,
+            val_base: win_base as u32,
+            hdr_idx: 0,
+            ..base
+        };
+        (binds, p)
+    }
+
+    /// The dense bindings of decompress chunk `c`: the output and, for the fused backward, g and a (or
+    /// dummies where a is not wanted).
+    fn dense_bindings<'b>(
+        &'b self,
+        output: &BufferRange<'b>,
+        fused: Option<&FusedBackward<'b>>,
+        c: &Chunk,
+        eb: u64,
+    ) -> Vec<(&'static str, wgpu::BufferBinding<'b>)> {
+        let rw = self.inner.dummy_rw.as_entire_buffer_binding();
+        let (dst4, dst_tail) = self.dense_windows(output, c, eb, &rw);
+        let mut binds = vec![("dst4", dst4), ("dst_tail", dst_tail)];
+        if let Some(f) = fused {
+            let (g4, g_tail) = self.dense_windows(&f.g, c, eb, &self.inner.dummy_ro.as_entire_buffer_binding());
+            let (a4, a_tail) = match &f.a_out {
+                Some(a) => self.dense_windows(a, c, eb, &rw),
+                None => {
+                    (self.inner.dummy_rw2.as_entire_buffer_binding(), self.inner.dummy_rw3.as_entire_buffer_binding())
+                }
             };
-            let pbuf = self.params(&p);
-            entries.push((5, pbuf.as_entire_buffer_binding()));
-            let bind = self.bind_group("bitsparse.decompress", &k.layout, entries);
-            pass.set_bind_group(0, &bind, &[]);
-            let (x, y) = self.grid(c.tiles);
-            pass.dispatch_workgroups(x, y, 1);
+            binds.extend([("g4", g4), ("g_tail", g_tail), ("a4", a4), ("a_tail", a_tail)]);
         }
-        Ok(())
+        binds
+    }
+}
+
+/// The element width of dense `dtype`.
+fn elem(dtype: DType) -> Elem {
+    if dtype.bits() == 8 {
+        Elem::Bits8
+    } else {
+        Elem::Bits16
     }
 }
 
@@ -744,15 +826,47 @@ pub(crate) enum Target<'a> {
     /// A caller's stream range.
     Plain(BufferRange<'a>),
     /// The arena, at the base recorded in slot descriptor `slot_word` of `ctrl`; with the fused forward
-    /// `(activation code, dense output)` when set. `fp8`: FP8 storage (format 0 e4m3fn, 1 e5m2; needs
-    /// `fused`): the input is BF16 and the layout's dtype is the stream's e4m3/e5m2.
+    /// `(activation, dense output)` when set. `fp8`: FP8 storage (needs `fused`): the input is BF16 and
+    /// the layout's dtype is the stream's e4m3/e5m2.
     Arena {
         arena: &'a wgpu::Buffer,
         ctrl: &'a wgpu::Buffer,
         slot_word: u32,
-        fused: Option<(u32, BufferRange<'a>)>,
-        fp8: Option<u32>,
+        fused: Option<(Activation, BufferRange<'a>)>,
+        fp8: Option<Fp8Format>,
     },
+}
+
+impl Target<'_> {
+    /// The kernel choices this target takes.
+    fn kind(&self) -> (Io, Fusion, Storage) {
+        match self {
+            Target::Plain(_) => (Io::Buffer, Fusion::None, Storage::Native),
+            Target::Arena { fused, fp8, .. } => (
+                Io::Arena,
+                if fused.is_some() { Fusion::Forward } else { Fusion::None },
+                if fp8.is_some() { Storage::Fp8 } else { Storage::Native },
+            ),
+        }
+    }
+    fn slot_word(&self) -> u32 {
+        match self {
+            Target::Arena { slot_word, .. } => *slot_word,
+            Target::Plain(_) => 0,
+        }
+    }
+    fn act(&self) -> Option<Activation> {
+        match self {
+            Target::Arena { fused: Some((act, _)), .. } => Some(*act),
+            _ => None,
+        }
+    }
+    fn fp8(&self) -> Option<Fp8Format> {
+        match self {
+            Target::Arena { fp8, .. } => *fp8,
+            Target::Plain(_) => None,
+        }
+    }
 }
 
 /// Where a decompress reads.
@@ -763,18 +877,29 @@ pub(crate) enum Source<'a> {
     Arena { arena: &'a wgpu::Buffer, ctrl: &'a wgpu::Buffer, slot_word: u32 },
 }
 
+impl Source<'_> {
+    fn io(&self) -> Io {
+        match self {
+            Source::Plain(_) => Io::Buffer,
+            Source::Arena { .. } => Io::Arena,
+        }
+    }
+    fn slot_word(&self) -> u32 {
+        match self {
+            Source::Arena { slot_word, .. } => *slot_word,
+            Source::Plain(_) => 0,
+        }
+    }
+}
+
 /// The fused backward's extra operands.
 pub(crate) struct FusedBackward<'a> {
-    /// 0 ReLU, 1 ReLU².
-    pub act: u32,
+    /// The activation of the forward.
+    pub act: Activation,
     /// g = dL/da.
     pub g: BufferRange<'a>,
     /// Where to write the dense a, if wanted.
     pub a_out: Option<BufferRange<'a>>,
-    /// FP8 storage (format 0 e4m3fn, 1 e5m2): the stream holds e4m3/e5m2 codes, g / dL/dz / a are BF16.
-    pub fp8: Option<u32>,
-}
-
-fn entry(binding: u32, b: wgpu::BufferBinding<'_>) -> wgpu::BindGroupEntry<'_> {
-    wgpu::BindGroupEntry { binding, resource: wgpu::BindingResource::Buffer(b) }
+    /// FP8 storage: the stream holds e4m3/e5m2 codes, g / dL/dz / a are BF16.
+    pub fp8: Option<Fp8Format>,
 }

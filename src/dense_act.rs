@@ -7,25 +7,27 @@
 
 pub use crate::activation::Activation;
 use crate::codec::BufferRange;
+use crate::dispatch::{begin_pass, Kernel, KernelDispatch, Program, Trust};
 use crate::error::{Error, Result};
-use crate::kernels::{pipeline, storage, uniform};
 
-#[derive(Copy, Clone, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-struct Params {
-    vecs: u32,
-    act: u32,
-    grid_x: u32,
-    _pad: u32,
+crate::shader_params! {
+    /// The uniform of `plain_act.wgsl`.
+    struct Params: "plain_act.wgsl" Params {
+        /// vec4s to process.
+        vecs: u32,
+        act: u32,
+        /// Threads per grid row (workgroups in x × workgroup size).
+        grid_x: u32,
+        _pad: u32,
+    }
 }
 
 /// The plain dense kernels (BF16; element counts a multiple of 8, ranges 16-byte sized).
 #[derive(Debug, Clone)]
 pub struct DenseAct {
     device: wgpu::Device,
-    layout: wgpu::BindGroupLayout,
-    forward: wgpu::ComputePipeline,
-    backward: wgpu::ComputePipeline,
+    forward: Kernel,
+    backward: Kernel,
     dummy: wgpu::Buffer,
     max_wg: u32,
 }
@@ -34,12 +36,9 @@ impl DenseAct {
     /// Builds the pipelines.
     pub fn new(device: &wgpu::Device) -> Result<DenseAct> {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("bitsparse.plain_act"),
-            entries: &[storage(0, true), storage(1, true), storage(2, false), uniform(3)],
-        });
-        let forward = pipeline(device, "plain_act.wgsl", "forward", &[], &layout, &[]);
-        let backward = pipeline(device, "plain_act.wgsl", "backward", &[], &layout, &[]);
+        let program = Program::new(device, "plain_act.wgsl", &[], Trust::Checked);
+        let forward = program.kernel(device, "forward", &[]);
+        let backward = program.kernel(device, "backward", &[]);
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("building the dense activation pipelines failed: {e}")));
         }
@@ -50,7 +49,7 @@ impl DenseAct {
             mapped_at_creation: false,
         });
         let max_wg = device.limits().max_compute_workgroups_per_dimension;
-        Ok(DenseAct { device: device.clone(), layout, forward, backward, dummy, max_wg })
+        Ok(DenseAct { device: device.clone(), forward, backward, dummy, max_wg })
     }
 
     fn check(r: &BufferRange<'_>, bytes: u64) -> Result<()> {
@@ -62,50 +61,31 @@ impl DenseAct {
         Ok(())
     }
 
+    /// Records `kernel` over `n` elements (one vec4 of 8 per thread): `in0`, `in1` (the dummy when not
+    /// given) and `out0`.
     fn run<'a>(
         &'a self,
         encoder: &mut wgpu::CommandEncoder,
-        pipe: &wgpu::ComputePipeline,
+        kernel: &Kernel,
         n: u64,
         act: Activation,
-        ranges: [Option<BufferRange<'a>>; 3],
+        [in0, in1, out0]: [Option<BufferRange<'a>>; 3],
     ) -> Result<()> {
         let vecs = n / 8;
         if vecs == 0 {
             return Ok(());
         }
-        let groups = vecs.div_ceil(256);
+        let wg = kernel.workgroup_size()[0] as u64;
+        let groups = vecs.div_ceil(wg);
         let x = groups.min(self.max_wg as u64);
         let y = groups.div_ceil(x);
-        let p = Params { vecs: vecs as u32, act: act.code(), grid_x: (x * 256) as u32, _pad: 0 };
-        let pbuf = crate::kernels::params_buffer(&self.device, "bitsparse.plain_act.params", &p);
-        let b = |r: &Option<BufferRange<'a>>| -> wgpu::BindingResource<'a> {
-            match r {
-                Some(r) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: r.buffer,
-                    offset: r.offset,
-                    size: wgpu::BufferSize::new(r.size),
-                }),
-                None => self.dummy.as_entire_binding(),
-            }
-        };
-        let bind = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("bitsparse.plain_act"),
-            layout: &self.layout,
-            entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: b(&ranges[0]) },
-                wgpu::BindGroupEntry { binding: 1, resource: b(&ranges[1]) },
-                wgpu::BindGroupEntry { binding: 2, resource: b(&ranges[2]) },
-                wgpu::BindGroupEntry { binding: 3, resource: pbuf.as_entire_binding() },
-            ],
-        });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("bitsparse.plain_act"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(pipe);
-        pass.set_bind_group(0, &bind, &[]);
-        pass.dispatch_workgroups(x as u32, y as u32, 1);
+        let p = Params { vecs: vecs as u32, act: act.code(), grid_x: (x * wg) as u32, _pad: 0 };
+        let b = |r: Option<BufferRange<'a>>| r.map_or(self.dummy.as_entire_buffer_binding(), |r| r.binding());
+        let mut pass = begin_pass(encoder, "bitsparse.plain_act");
+        KernelDispatch::new(&self.device, &mut pass, kernel)
+            .bind([("in0", b(in0)), ("in1", b(in1)), ("out0", b(out0))])
+            .params(&p)
+            .dispatch([x as u32, y as u32, 1]);
         Ok(())
     }
 

@@ -1,15 +1,18 @@
-//! Compute pipelines of the codec, built once per device and variant, with explicit bind-group layouts.
+//! Compute pipelines of the codec, built once per device and variant, with bind-group layouts built from
+//! the shaders' reflected interfaces ([`crate::dispatch::Program`]).
 //!
-//! Variants are chosen textually (see [`crate::shaders`]): `BITS8` for 8-bit element types, `SUBGROUP`
-//! for the fast path where the device has `Features::SUBGROUP`, `ARENA` for streams inside the GPU arena
-//! (their position is known only on the GPU), `FUSED_FWD` / `FUSED_BWD` for the fused activation kernels,
-//! `FP8_STORE` (with one of them) for FP8 storage of their BF16 activation.
+//! A [`Variant`] is a typed description of one kernel ([`Op`], [`Elem`], [`Io`], [`Fusion`], [`Storage`],
+//! [`Stage`]); invalid combinations are refused ([`VariantError`]). It is chosen textually (see
+//! [`crate::shaders`]): `BITS8` for 8-bit element types, `SUBGROUP` for the fast path where the device has
+//! `Features::SUBGROUP`, `ARENA` for streams inside the GPU arena (their position is known only on the
+//! GPU), `FUSED_FWD` / `FUSED_BWD` for the fused activation kernels, `FP8_STORE` (with one of them) for FP8
+//! storage of their BF16 activation, `STAGE16` for compress's `u16` staging.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::dispatch::{Kernel, Program, Trust};
 use crate::error::{Error, Result};
-use crate::shaders;
 
 /// Which scan implementation the kernels use. (Not `Path`: that name collided with `std::path::Path`
 /// in user code.)
@@ -29,108 +32,6 @@ impl CodecPath {
             CodecPath::Portable => "portable",
         }
     }
-}
-
-/// A storage binding entry.
-pub fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only },
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
-}
-
-/// A uniform binding entry.
-pub fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Uniform,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
-}
-
-/// A small uniform buffer holding one kernel's parameters. Created per recorded dispatch, at creation
-/// time (mapped, no queue write): two dispatches recorded into one encoder must not share a parameter
-/// buffer that a `queue.write_buffer` would overwrite before either runs.
-pub fn params_buffer<T: bytemuck::Pod>(device: &wgpu::Device, label: &str, params: &T) -> wgpu::Buffer {
-    use wgpu::util::DeviceExt;
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some(label),
-        contents: bytemuck::bytes_of(params),
-        usage: wgpu::BufferUsages::UNIFORM,
-    })
-}
-
-/// Builds a compute pipeline from `shaders/<file>` with `defines`, an explicit layout and `constants`.
-pub fn pipeline(
-    device: &wgpu::Device,
-    file: &str,
-    entry: &str,
-    defines: &[&str],
-    layout: &wgpu::BindGroupLayout,
-    constants: &[(&str, f64)],
-) -> wgpu::ComputePipeline {
-    build_pipeline(device, file, entry, defines, layout, constants, false)
-}
-
-/// Like [`pipeline`], but `trusted` builds the module without wgpu's injected bounds checks and loop
-/// bounding. Only for shaders whose indices are proven in range: the codec kernels index workgroup
-/// arrays with values bounded by the tile geometry (see the comments at each array), every loop has a
-/// bounded trip count or a bounded spin, and storage accesses are covered by the robust buffer access
-/// that wgpu enables on every backend here. Why: the injected 64-bit loop counters keep drivers from
-/// unrolling the small per-round loops, which then index private arrays dynamically.
-pub fn build_pipeline(
-    device: &wgpu::Device,
-    file: &str,
-    entry: &str,
-    defines: &[&str],
-    layout: &wgpu::BindGroupLayout,
-    constants: &[(&str, f64)],
-    trusted: bool,
-) -> wgpu::ComputePipeline {
-    let label = format!("bitsparse.{file}:{entry}{defines:?}");
-    let desc = wgpu::ShaderModuleDescriptor {
-        label: Some(&label),
-        source: wgpu::ShaderSource::Wgsl(shaders::source(file, defines).into()),
-    };
-    let module = if trusted {
-        let checks = wgpu::ShaderRuntimeChecks {
-            bounds_checks: false,
-            force_loop_bounding: false,
-            ..wgpu::ShaderRuntimeChecks::checked()
-        };
-        // SAFETY: see the doc comment: indices are bounded by construction and loops terminate.
-        unsafe { device.create_shader_module_trusted(desc, checks) }
-    } else {
-        device.create_shader_module(desc)
-    };
-    let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-        label: Some(&label),
-        bind_group_layouts: &[Some(layout)],
-        immediate_size: 0,
-    });
-    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some(&label),
-        layout: Some(&pl),
-        module: &module,
-        entry_point: Some(entry),
-        compilation_options: wgpu::PipelineCompilationOptions {
-            constants,
-            // Every workgroup variable is written before it is read; wgpu's zeroing would cost time.
-            zero_initialize_workgroup_memory: false,
-        },
-        cache: None,
-    })
 }
 
 /// Status words each look-back lane of `compress` reads per round (`LOOKBACK_PER_LANE` in
@@ -221,35 +122,168 @@ impl Staging {
     }
 }
 
-/// Which codec kernel.
+/// Which way a codec kernel goes: `compress.wgsl` (`compress` + `finish`) or `decompress.wgsl`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Dense elements to a stream.
+    Compress,
+    /// A stream to dense elements.
+    Decompress,
+}
+
+/// Width of the dense elements the kernel walks (`BITS8`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Elem {
+    /// BF16, F16.
+    Bits16,
+    /// FP8 e4m3 / e5m2.
+    Bits8,
+}
+
+/// Where the stream lives (`ARENA`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Io {
+    /// A caller's buffer range, at a position the host knows.
+    Buffer,
+    /// An arena slot, whose position is known only on the GPU.
+    Arena,
+}
+
+/// The activation fused into the kernel (`FUSED_FWD` / `FUSED_BWD`): only on arena slots of BF16 activations.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Fusion {
+    /// A plain compress or decompress.
+    None,
+    /// The fused forward (a compress): z to a = act(relu(z)) and the compressed relu(z).
+    Forward,
+    /// The fused backward (a decompress): the compressed r and g = dL/da to dL/dz (and a).
+    Backward,
+}
+
+/// What the stream stores (`FP8_STORE`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Storage {
+    /// The dense elements themselves (lossless).
+    Native,
+    /// FP8 codes of a BF16 activation: the dense geometry stays 16-bit, the stream holds 8-bit (7
+    /// sign-packed) codes. Needs a fused kernel.
+    Fp8,
+}
+
+/// How a compress variant stages its compacted values (`STAGE16`): [`Staging`] resolved for a device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// Packed `u32` words built with workgroup atomics.
+    Words,
+    /// One value per `u16` slot; needs `Features::SHADER_I16`.
+    Halves,
+}
+
+/// A combination [`Variant::new`] refuses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VariantError {
+    /// A fused kernel on a caller's buffer: fused kernels work on arena slots.
+    #[error("fused kernels work on arena slots")]
+    FusionNeedsArena,
+    /// A fused forward that decompresses, or a fused backward that compresses.
+    #[error("the fused forward is a compress and the fused backward a decompress")]
+    FusionDirection,
+    /// A fused kernel on 8-bit elements: the fused activations are BF16.
+    #[error("fused kernels take BF16 activations (16-bit elements)")]
+    FusionNeedsBits16,
+    /// FP8 storage without a fused kernel.
+    #[error("FP8 storage needs a fused kernel")]
+    Fp8NeedsFusion,
+    /// `u16` staging of a decompress.
+    #[error("u16 staging is a choice of compress")]
+    StagingNeedsCompress,
+}
+
+/// Which codec kernel: a valid combination of the choices above (see [`Variant::new`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Variant {
-    /// `true`: compress.wgsl (`compress` + `finish`); `false`: decompress.wgsl.
-    pub compress: bool,
-    /// 8-bit elements.
-    pub bits8: bool,
-    /// Stream inside the arena.
-    pub arena: bool,
-    /// Fused forward (compress) or fused backward (decompress); needs `arena`.
-    pub fused: bool,
-    /// FP8 storage of the BF16 activation (`FP8_STORE`): the dense geometry stays 16-bit, the stream
-    /// holds 8-bit (7 sign-packed) FP8 codes; needs `fused` and not `bits8`.
-    pub fp8: bool,
-    /// `u16` staging of the compacted values (`STAGE16`, compress only): see [`Staging`].
-    pub stage16: bool,
+    op: Op,
+    elem: Elem,
+    io: Io,
+    fusion: Fusion,
+    storage: Storage,
+    stage: Stage,
 }
 
 impl Variant {
+    /// The variant for these choices, staged with packed words; a combination the shaders do not have is
+    /// an error.
+    pub fn new(
+        op: Op,
+        elem: Elem,
+        io: Io,
+        fusion: Fusion,
+        storage: Storage,
+    ) -> std::result::Result<Variant, VariantError> {
+        match (op, fusion) {
+            (_, Fusion::None) => {}
+            _ if io != Io::Arena => return Err(VariantError::FusionNeedsArena),
+            _ if elem != Elem::Bits16 => return Err(VariantError::FusionNeedsBits16),
+            (Op::Compress, Fusion::Forward) | (Op::Decompress, Fusion::Backward) => {}
+            _ => return Err(VariantError::FusionDirection),
+        }
+        if storage == Storage::Fp8 && fusion == Fusion::None {
+            return Err(VariantError::Fp8NeedsFusion);
+        }
+        Ok(Variant { op, elem, io, fusion, storage, stage: Stage::Words })
+    }
+
+    /// The same variant staged with `stage`; [`Stage::Halves`] is a compress choice.
+    pub fn with_stage(self, stage: Stage) -> std::result::Result<Variant, VariantError> {
+        if stage == Stage::Halves && self.op != Op::Compress {
+            return Err(VariantError::StagingNeedsCompress);
+        }
+        Ok(Variant { stage, ..self })
+    }
+
+    /// Compress or decompress.
+    pub fn op(&self) -> Op {
+        self.op
+    }
+    /// Element width.
+    pub fn elem(&self) -> Elem {
+        self.elem
+    }
+    /// Buffer or arena.
+    pub fn io(&self) -> Io {
+        self.io
+    }
+    /// The fused activation, if any.
+    pub fn fusion(&self) -> Fusion {
+        self.fusion
+    }
+    /// Native or FP8 storage.
+    pub fn storage(&self) -> Storage {
+        self.storage
+    }
+    /// The staging of a compress ([`Stage::Words`] for a decompress).
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    /// The shader file and main entry point: `compress.wgsl`/`compress` or `decompress.wgsl`/`decompress`.
+    pub fn shader(&self) -> (&'static str, &'static str) {
+        match self.op {
+            Op::Compress => ("compress.wgsl", "compress"),
+            Op::Decompress => ("decompress.wgsl", "decompress"),
+        }
+    }
+
     /// The preprocessor defines (see [`crate::shaders`]) this variant is built with on `path`.
     pub fn defines(&self, path: CodecPath) -> Vec<&'static str> {
         [
-            (self.bits8, "BITS8"),
+            (self.elem == Elem::Bits8, "BITS8"),
             (path == CodecPath::Subgroup, "SUBGROUP"),
-            (self.arena, "ARENA"),
-            (self.fused && self.compress, "FUSED_FWD"),
-            (self.fused && !self.compress, "FUSED_BWD"),
-            (self.fp8, "FP8_STORE"),
-            (self.stage16, "STAGE16"),
+            (self.io == Io::Arena, "ARENA"),
+            (self.fusion == Fusion::Forward, "FUSED_FWD"),
+            (self.fusion == Fusion::Backward, "FUSED_BWD"),
+            (self.storage == Storage::Fp8, "FP8_STORE"),
+            (self.stage == Stage::Halves, "STAGE16"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -257,15 +291,15 @@ impl Variant {
     }
 }
 
-/// A built variant: its layout and pipelines.
+/// A built variant: its program (module and bind-group layout) and kernels.
 #[derive(Debug)]
 pub struct Built {
-    /// The explicit bind-group layout.
-    pub layout: wgpu::BindGroupLayout,
+    /// The shader variant.
+    pub program: Program,
     /// `compress` or `decompress`.
-    pub main: wgpu::ComputePipeline,
-    /// `finish` (compress variants only).
-    pub finish: Option<wgpu::ComputePipeline>,
+    pub main: Kernel,
+    /// `finish` (compress variants only): shares `main`'s layout, so it takes the last chunk's bind group.
+    pub finish: Option<Kernel>,
 }
 
 /// All codec pipelines of a device, built on first use of each variant and kept.
@@ -278,7 +312,7 @@ pub struct Kernels {
     /// The tuning spec, `CodecConfig::kernel_constants`.
     tuning: Option<String>,
     staging: Staging,
-    trusted: bool,
+    trust: Trust,
     cache: Mutex<HashMap<Variant, Arc<Built>>>,
 }
 
@@ -305,28 +339,33 @@ impl Kernels {
             spin_limit: config.spin_limit.unwrap_or(64),
             tuning: config.kernel_constants.clone(),
             staging,
-            trusted: !config.checked_shaders,
+            trust: if config.checked_shaders { Trust::Checked } else { Trust::Trusted },
             cache: Mutex::new(HashMap::new()),
         };
-        for compress in [true, false] {
-            for bits8 in [false, true] {
-                k.get(k.variant(compress, bits8, false, false, false))?;
+        for op in [Op::Compress, Op::Decompress] {
+            for elem in [Elem::Bits16, Elem::Bits8] {
+                k.get(k.variant(op, elem, Io::Buffer, Fusion::None, Storage::Native)?)?;
             }
         }
         Ok(k)
     }
 
-    /// The variant for these choices, with the staging this device and configuration use.
-    pub fn variant(&self, compress: bool, bits8: bool, arena: bool, fused: bool, fp8: bool) -> Variant {
+    /// The variant for these choices, with the staging this device and configuration use. A combination
+    /// the shaders do not have is `Error::InvalidArgument`.
+    pub fn variant(&self, op: Op, elem: Elem, io: Io, fusion: Fusion, storage: Storage) -> Result<Variant> {
+        let invalid = |e: VariantError| Error::InvalidArgument(format!("codec kernel: {e}"));
+        let v = Variant::new(op, elem, io, fusion, storage).map_err(invalid)?;
         // Measured on the H200 (docs/PERFORMANCE.md): halves are faster for BF16 at every density
         // and for e4m3 at ρ <= 0.176 (1.5 % slower at ρ = 0.5).
-        let stage16 = compress
-            && match self.staging {
-                Staging::Halves => true,
-                Staging::Words => false,
-                Staging::Auto => !fp8,
-            };
-        Variant { compress, bits8, arena, fused, fp8, stage16 }
+        let halves = match self.staging {
+            Staging::Halves => true,
+            Staging::Words => false,
+            Staging::Auto => storage != Storage::Fp8,
+        };
+        match op {
+            Op::Compress if halves => v.with_stage(Stage::Halves).map_err(invalid),
+            _ => Ok(v),
+        }
     }
 
     /// The pipelines of `v`, built on first request.
@@ -360,61 +399,52 @@ impl Kernels {
         Ok(c)
     }
 
+    /// Builds `v`: one program (the layout comes from its reflected interface), its main kernel and, for a
+    /// compress, `finish` (no override constants).
     fn build(&self, v: Variant) -> Result<Built> {
         let device = &self.device;
+        let (file, entry) = v.shader();
+        let consts = self.constants(entry)?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut entries = Vec::new();
-        if v.compress {
-            entries.extend([storage(0, true), storage(1, true), storage(2, false), storage(5, false), uniform(6)]);
-            if v.arena {
-                entries.push(storage(7, false));
-            } else {
-                entries.extend([storage(3, false), storage(4, false)]);
-            }
-            if v.fused {
-                entries.extend([storage(8, false), storage(9, false)]);
-            }
-        } else {
-            entries.extend([storage(0, true), storage(3, false), storage(4, false), uniform(5)]);
-            if v.arena {
-                entries.push(storage(6, false));
-            } else {
-                entries.extend([storage(1, true), storage(2, true)]);
-            }
-            if v.fused {
-                entries.extend([storage(7, true), storage(8, true), storage(9, false), storage(10, false)]);
-            }
-        }
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("bitsparse.codec"),
-            entries: &entries,
-        });
-        let defs = v.defines(self.path);
-        let built = if v.compress {
-            let consts = self.constants("compress")?;
-            Built {
-                main: build_pipeline(device, "compress.wgsl", "compress", &defs, &layout, &consts, self.trusted),
-                finish: Some(build_pipeline(device, "compress.wgsl", "finish", &defs, &layout, &[], self.trusted)),
-                layout,
-            }
-        } else {
-            let consts = self.constants("decompress")?;
-            Built {
-                main: build_pipeline(device, "decompress.wgsl", "decompress", &defs, &layout, &consts, self.trusted),
-                finish: None,
-                layout,
-            }
-        };
+        let program = Program::new(device, file, &v.defines(self.path), self.trust);
+        let main = program.kernel(device, entry, &consts);
+        let finish = (v.op == Op::Compress).then(|| program.kernel(device, "finish", &[]));
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("building codec pipeline {v:?} failed: {e}")));
         }
-        Ok(built)
+        Ok(Built { program, main, finish })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn variants_refuse_what_the_shaders_lack() {
+        use {Elem::*, Fusion::*, Io::*, Op::*, Storage::*};
+        assert_eq!(Variant::new(Compress, Bits16, Buffer, Forward, Native), Err(VariantError::FusionNeedsArena));
+        assert_eq!(Variant::new(Compress, Bits8, Arena, Forward, Native), Err(VariantError::FusionNeedsBits16));
+        assert_eq!(Variant::new(Decompress, Bits16, Arena, Forward, Native), Err(VariantError::FusionDirection));
+        assert_eq!(Variant::new(Compress, Bits16, Arena, Backward, Native), Err(VariantError::FusionDirection));
+        assert_eq!(Variant::new(Compress, Bits16, Arena, Fusion::None, Fp8), Err(VariantError::Fp8NeedsFusion));
+        let d = Variant::new(Decompress, Bits8, Buffer, Fusion::None, Native).unwrap();
+        assert_eq!(d.with_stage(Stage::Halves), Err(VariantError::StagingNeedsCompress));
+        assert_eq!(d.with_stage(Stage::Words), Ok(d));
+    }
+
+    #[test]
+    fn variant_defines() {
+        use {Elem::*, Fusion::*, Io::*, Op::*, Storage::*};
+        let v = Variant::new(Compress, Bits16, Arena, Forward, Fp8).unwrap().with_stage(Stage::Halves).unwrap();
+        assert_eq!(v.defines(CodecPath::Subgroup), ["SUBGROUP", "ARENA", "FUSED_FWD", "FP8_STORE", "STAGE16"]);
+        assert_eq!(v.shader(), ("compress.wgsl", "compress"));
+        let v = Variant::new(Decompress, Bits8, Buffer, Fusion::None, Native).unwrap();
+        assert_eq!(v.defines(CodecPath::Portable), ["BITS8"]);
+        let v = Variant::new(Decompress, Bits16, Arena, Backward, Native).unwrap();
+        assert_eq!(v.defines(CodecPath::Portable), ["ARENA", "FUSED_BWD"]);
+        assert_eq!(v.shader(), ("decompress.wgsl", "decompress"));
+    }
 
     #[test]
     fn tuning_spec_applies_to_its_kernel_only() {

@@ -24,7 +24,7 @@ use std::ffi::{c_char, CStr, CString};
 use std::process::ExitCode;
 
 use ash::vk;
-use bitsparse::kernels::{parse_constants, CodecPath, Variant};
+use bitsparse::kernels::{parse_constants, CodecPath, Elem, Fusion, Io, Op, Stage, Storage, Variant};
 use naga::back::spv;
 use serde_json::{json, Value};
 
@@ -116,23 +116,29 @@ fn parse_args() -> Result<Args, String> {
 fn jobs(spin_limit: u32) -> Vec<Job> {
     let mut jobs = Vec::new();
     for path in [CodecPath::Subgroup, CodecPath::Portable] {
-        for (arena, fused) in [(false, false), (true, false), (true, true)] {
-            for bits8 in [false, true] {
-                for compress in [true, false] {
+        for (io, fused) in [(Io::Buffer, false), (Io::Arena, false), (Io::Arena, true)] {
+            for elem in [Elem::Bits16, Elem::Bits8] {
+                for op in [Op::Compress, Op::Decompress] {
+                    let fusion = match (fused, op) {
+                        (false, _) => Fusion::None,
+                        (true, Op::Compress) => Fusion::Forward,
+                        (true, Op::Decompress) => Fusion::Backward,
+                    };
+                    // The fused kernels take BF16 only (`VariantError::FusionNeedsBits16`).
+                    let Ok(v) = Variant::new(op, elem, io, fusion, Storage::Native) else { continue };
                     // Both stagings of compress (`bitsparse::Staging`): packed words and u16 slots.
-                    let stagings: &[bool] = if compress { &[false, true] } else { &[false] };
-                    for &stage16 in stagings {
-                        let defines = Variant { compress, bits8, arena, fused, fp8: false, stage16 }.defines(path);
-                        if compress {
-                            jobs.push(Job {
-                                file: "compress.wgsl",
-                                entry: "compress",
-                                defines: defines.clone(),
-                                constants: vec![("SPIN_LIMIT".to_string(), spin_limit as f64)],
-                            });
-                            jobs.push(Job { file: "compress.wgsl", entry: "finish", defines, constants: vec![] });
+                    let stages: &[Stage] =
+                        if op == Op::Compress { &[Stage::Words, Stage::Halves] } else { &[Stage::Words] };
+                    for &stage in stages {
+                        let v = v.with_stage(stage).expect("compress takes both stagings");
+                        let (file, entry) = v.shader();
+                        let defines = v.defines(path);
+                        if op == Op::Compress {
+                            let constants = vec![("SPIN_LIMIT".to_string(), spin_limit as f64)];
+                            jobs.push(Job { file, entry, defines: defines.clone(), constants });
+                            jobs.push(Job { file, entry: "finish", defines, constants: vec![] });
                         } else {
-                            jobs.push(Job { file: "decompress.wgsl", entry: "decompress", defines, constants: vec![] });
+                            jobs.push(Job { file, entry, defines, constants: vec![] });
                         }
                     }
                 }

@@ -1,12 +1,18 @@
 //! The copy shader (`shaders/copy.wgsl`): the bandwidth every other op is compared with.
 
-use wgpu::util::DeviceExt;
-
+use bitsparse::dispatch::{begin_pass, Bindings, Kernel, KernelDispatch, Program, Trust};
 use bitsparse::error::{Error, Result};
-use bitsparse::kernels;
 
-/// Invocations per workgroup of `copy.wgsl`.
-const WG: u64 = 256;
+bitsparse::shader_params! {
+    /// The uniform of `copy.wgsl`.
+    struct CopyParams: "copy.wgsl" Params {
+        words4: u32,
+        seed: u32,
+        _pad1: u32,
+        _pad2: u32,
+    }
+}
+
 /// Most workgroups per dispatch; the shader's grid-stride loop covers the rest. On the H200 this cap
 /// copied 201M BF16 elements at 4.01 TB/s against 3.74 TB/s for a grid covering every word
 /// (2-D past 65535 workgroups), and 1 GiB at 4.10 against 3.93 TB/s; 8448 or 16896 were in between.
@@ -26,12 +32,14 @@ pub enum Traffic {
     Read,
 }
 
-/// The copy pipelines of a device.
+/// The copy pipelines of a device (one program: the three entry points share its bind groups).
 pub struct CopyKernel {
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
-    fill: wgpu::ComputePipeline,
-    read: wgpu::ComputePipeline,
+    device: wgpu::Device,
+    copy: Kernel,
+    fill: Kernel,
+    read: Kernel,
+    /// Invocations per workgroup (`@workgroup_size` of `copy.wgsl`, the same for its three entry points).
+    wg: u64,
     max_binding: u64,
     max_wg_dim: u64,
 }
@@ -48,29 +56,28 @@ impl CopyKernel {
     /// Builds the pipeline, catching validation errors.
     pub fn new(device: &wgpu::Device) -> Result<CopyKernel> {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("bitsparse.bench.copy"),
-            entries: &[kernels::storage(0, true), kernels::storage(1, false), kernels::uniform(2)],
-        });
-        let pipeline = kernels::pipeline(device, "copy.wgsl", "copy", &[], &layout, &[]);
-        let fill = kernels::pipeline(device, "copy.wgsl", "fill_only", &[], &layout, &[]);
-        let read = kernels::pipeline(device, "copy.wgsl", "read_only", &[], &layout, &[]);
+        let program = Program::new(device, "copy.wgsl", &[], Trust::Checked);
+        let copy = program.kernel(device, "copy", &[]);
+        let fill = program.kernel(device, "fill_only", &[]);
+        let read = program.kernel(device, "read_only", &[]);
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("copy shader: {e}")));
         }
+        let wg = copy.workgroup_size()[0] as u64;
         let limits = device.limits();
         let align = (limits.min_storage_buffer_offset_alignment as u64).max(16);
         // Whole workgroups of vec4 per chunk, and chunk starts aligned for binding offsets.
-        let unit = (WG * 16).max(align);
+        let unit = (wg * 16).max(align);
         let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size) / unit * unit;
         if max_binding == 0 {
             return Err(Error::Unsupported("storage bindings too small for the copy shader".into()));
         }
         Ok(CopyKernel {
-            layout,
-            pipeline,
+            device: device.clone(),
+            copy,
             fill,
             read,
+            wg,
             max_binding,
             max_wg_dim: limits.max_compute_workgroups_per_dimension.max(1) as u64,
         })
@@ -94,27 +101,12 @@ impl CopyKernel {
         while start < bytes {
             let len = (bytes - start).min(self.max_binding);
             let words4 = len / 16;
-            let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("bitsparse.bench.copy.params"),
-                contents: bytemuck::cast_slice(&[words4 as u32, FILL_SEED, 0, 0]),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-            let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("bitsparse.bench.copy"),
-                layout: &self.layout,
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: wgpu::BindingResource::Buffer(binding(src, start, len)),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: wgpu::BindingResource::Buffer(binding(dst, start, len)),
-                    },
-                    wgpu::BindGroupEntry { binding: 2, resource: params.as_entire_binding() },
-                ],
-            });
-            let wgs = words4.div_ceil(WG).min(GRID_CAP);
+            let params = CopyParams { words4: words4 as u32, seed: FILL_SEED, _pad1: 0, _pad2: 0 };
+            let group = Bindings::new(&self.copy)
+                .bind([("src", binding(src, start, len)), ("dst", binding(dst, start, len))])
+                .params(device, &params)
+                .build(device);
+            let wgs = words4.div_ceil(self.wg).min(GRID_CAP);
             let x = wgs.min(self.max_wg_dim);
             let y = wgs.div_ceil(x).min(self.max_wg_dim);
             groups.push((group, x as u32, y as u32));
@@ -130,18 +122,15 @@ impl CopyKernel {
 
     /// Records the prepared ranges with `traffic`'s entry point (same grid as the copy).
     pub fn record_traffic(&self, encoder: &mut wgpu::CommandEncoder, copy: &PreparedCopy, traffic: Traffic) {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("bitsparse.bench.copy"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(match traffic {
-            Traffic::Copy => &self.pipeline,
+        let kernel = match traffic {
+            Traffic::Copy => &self.copy,
             Traffic::Fill => &self.fill,
             Traffic::Read => &self.read,
-        });
+        };
+        let mut pass = begin_pass(encoder, "bitsparse.bench.copy");
+        let mut d = KernelDispatch::new(&self.device, &mut pass, kernel);
         for (g, x, y) in &copy.groups {
-            pass.set_bind_group(0, g, &[]);
-            pass.dispatch_workgroups(*x, *y, 1);
+            d.dispatch_group(g, [*x, *y, 1]);
         }
     }
 }
