@@ -65,7 +65,7 @@ pub struct CodecConfig {
     /// device without `Features::SHADER_I16` is `Error::Unsupported`.
     pub staging: Option<Staging>,
     /// Build the codec kernels with wgpu's runtime bounds checks (a debugging aid; the default builds
-    /// them as trusted modules, see `kernels::build_pipeline`).
+    /// them as trusted modules, see `dispatch::Program::new`).
     pub checked_shaders: bool,
 }
 
