@@ -70,7 +70,14 @@ pub enum Variant {
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Data {
     /// `cpu::synthetic_bits(n, density)` (sign bits cleared under sign packing).
-    Bits { n: usize, density: f64, seed: u64 },
+    Bits {
+        /// Elements.
+        n: usize,
+        /// Nominal density.
+        density: f64,
+        /// Seed of the generator.
+        seed: u64,
+    },
     /// Every bit pattern of the element width (only the positive ones under sign packing).
     AllPatterns,
     /// A ReLU² tensor with one −0.0 in its second tile, compressed with sign packing: must be refused

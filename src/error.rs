@@ -9,29 +9,73 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// A buffer range is smaller than what the operation needs.
     #[error("{what}: range of {got} bytes is too small, {need} bytes are needed")]
-    RangeTooSmall { what: &'static str, need: u64, got: u64 },
+    RangeTooSmall {
+        /// Which range (the argument's name).
+        what: &'static str,
+        /// Bytes needed.
+        need: u64,
+        /// Bytes given.
+        got: u64,
+    },
     /// A range offset does not respect the device's `min_storage_buffer_offset_alignment`, or a size is not
     /// whole 32-bit words where the kernels need that.
     #[error("{what}: offset {offset} is not a multiple of {align} bytes")]
-    Misaligned { what: &'static str, offset: u64, align: u64 },
+    Misaligned {
+        /// Which range.
+        what: &'static str,
+        /// The offending offset (or size), in bytes.
+        offset: u64,
+        /// The alignment required, in bytes.
+        align: u64,
+    },
     /// A range lies (partly) outside its buffer.
     #[error("{what}: range {offset}+{size} is outside the buffer of {buffer_size} bytes")]
-    OutOfBounds { what: &'static str, offset: u64, size: u64, buffer_size: u64 },
+    OutOfBounds {
+        /// Which range.
+        what: &'static str,
+        /// Its offset in bytes.
+        offset: u64,
+        /// Its size in bytes.
+        size: u64,
+        /// The buffer's size in bytes.
+        buffer_size: u64,
+    },
     /// A buffer lacks a usage flag the operation needs.
     #[error("{what}: buffer lacks usage {usage}")]
-    MissingUsage { what: &'static str, usage: &'static str },
+    MissingUsage {
+        /// Which buffer.
+        what: &'static str,
+        /// The `wgpu::BufferUsages` flag it lacks.
+        usage: &'static str,
+    },
     /// A tensor too large for format version 1 (u32 word offsets).
     #[error("tensor of {elements} elements is too large for format version 1")]
-    TooLarge { elements: u64 },
+    TooLarge {
+        /// The tensor's element count.
+        elements: u64,
+    },
     /// The input's length is not a whole number of elements.
     #[error("input of {bytes} bytes is not a whole number of {elem_bytes}-byte elements")]
-    PartialElement { bytes: u64, elem_bytes: u64 },
+    PartialElement {
+        /// The input's length in bytes.
+        bytes: u64,
+        /// Bytes per element of the dtype.
+        elem_bytes: u64,
+    },
     /// Sign packing was requested but a nonzero value has its sign bit set.
     #[error("sign packing requested, but a value has its sign bit set (element {index:?})")]
-    SignBitSet { index: Option<u64> },
+    SignBitSet {
+        /// The first such element, when the host knows it (the GPU only flags the tensor).
+        index: Option<u64>,
+    },
     /// The arena had no room for a tensor.
     #[error("arena overflow: {needed} bytes needed, capacity {capacity} bytes")]
-    ArenaOverflow { needed: u64, capacity: u64 },
+    ArenaOverflow {
+        /// Bytes the tensors of the step needed.
+        needed: u64,
+        /// The arena's capacity in bytes.
+        capacity: u64,
+    },
     /// A compressed stream or container is malformed.
     #[error("corrupt data: {0}")]
     Corrupt(String),

@@ -9,6 +9,8 @@
 //! open devices live in [`host`] (with [`host::sync`], the one place the library waits on the GPU, and
 //! [`host::context`]) and are for tests, tools and the CLI, not for the training path.
 
+#![warn(missing_docs)]
+
 pub mod activation;
 pub mod arena;
 pub mod conformance;

@@ -3,7 +3,7 @@
 //! `VK_KHR_pipeline_executable_properties`.
 //!
 //! Why a separate tool: wgpu exposes no shader statistics, yet occupancy (registers and workgroup memory
-//! per thread) is what limited the kernels on the H200 (see shared/DEVICE.md). So this compiles the same
+//! per thread) is what limited the kernels on the H200 (see docs/DEVICE.md). So this compiles the same
 //! WGSL the codec builds, with naga as wgpu does on Vulkan, and asks the driver directly through `ash`.
 //!
 //! ```text

@@ -616,7 +616,7 @@ fn make_stream(spec: &StreamSpec) -> Vec<u8> {
 /// The container files: name, bytes.
 fn containers() -> Vec<(&'static str, Vec<u8>)> {
     use bitsparse_files::{pack, safetensors, Kind as FileKind, ParsedFile};
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("files/tests/corpus");
     let dump = |bytes: &[u8], kind: FileKind, name: &str| {
         let parsed = ParsedFile::parse(bytes, kind, None, name).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         let (c, _) = pack::to_container(&parsed, bytes, Options::SIGN_PACK, cpu::compress)
