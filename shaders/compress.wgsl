@@ -204,7 +204,12 @@ var<workgroup> wg_count: atomic<u32>;
 // The fields of word `w`'s elements selected by `bits` (one bit per element), `width` bits each,
 // packed from bit 0 in element order; and how many there are. At most 32 bits (EPW * width <= 32).
 fn compact_word(w: u32, bits: u32, width: u32) -> vec2<u32> {
+#if BITS32
+    // A shift by 32 is a shift by 0 in WGSL: width 32 needs its all-ones mask spelled out.
+    let vmask = select((1u << width) - 1u, 0xffffffffu, width >= 32u);
+#else
     let vmask = (1u << width) - 1u;
+#endif
     var y = 0u;
     var c = 0u;
     for (var e = 0u; e < EPW; e++) {
@@ -266,7 +271,11 @@ fn stored_vec(t: u32, q: u32) -> vec4<u32> {
 // `r0` and as many following rounds as fit `cap` units, a round's values costing `unit` each.
 // Returns (the round after the pass, the units staged at its end). Both stagings use it: slots
 // (`unit` 1) and packed bits (`unit` the width).
+#if BITS32
+fn pass_extent(totals: array<u32, 8>, r0: u32, start: u32, unit: u32, cap: u32) -> vec2<u32> {
+#else
 fn pass_extent(totals: array<u32, 4>, r0: u32, start: u32, unit: u32, cap: u32) -> vec2<u32> {
+#endif
     var end = start;
     var r1 = r0;
     for (var r = 0u; r < ROUNDS; r++) {
@@ -292,8 +301,14 @@ fn stage_round(t: u32, q: u32, mr: u32, slot: u32, vmask: u32) {
 // Stages one pass: the `kc` values `cv` carried from the previous pass at slots 0 .. kc (thread 0),
 // then the values of round `r0` and of as many following rounds as the slots hold, then the zero
 // slots after them. Returns (the round after the pass, the values staged including the carried ones).
+#if BITS32
+// (Never run: 32-bit values do not fit u16 slots, and the host builds no STAGE16 variant of BITS32.)
+fn stage_pass(t: u32, li: u32, lid: u32, m: array<u32, ROUNDS>, totals: array<u32, 8>, excl: array<u32, 8>,
+              r0: u32, kc: u32, cv: array<u32, CARRY_MAX>, vmask: u32) -> vec2<u32> {
+#else
 fn stage_pass(t: u32, li: u32, lid: u32, m: array<u32, ROUNDS>, totals: array<u32, 4>, excl: array<u32, 4>,
               r0: u32, kc: u32, cv: array<u32, CARRY_MAX>, vmask: u32) -> vec2<u32> {
+#endif
     let extent = pass_extent(totals, r0, kc, 1u, STAGE_VALUES);
     let r1 = extent.x;
     let n = extent.y;
@@ -415,10 +430,14 @@ fn compress(
             atomicOr(&wg_mask[mask_word_of(r, li)], mr << mask_shift_of(li));
         }
     }
+#if BITS32
+    let counts = pack_counts(m);
+#else
 #if BITS8
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
 #else
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
+#endif
 #endif
 #if FP8_STORE
     atomicMax(&wg_amax, amax);
@@ -429,14 +448,24 @@ fn compress(
     }
 
     let s = wg_scan(counts, li, sg_lane, sg_size);
+#if BITS32
+    let tsum = s.total.x + s.total.y + s.total.z + s.total.w;
+    let total = (tsum & 0xffffu) + (tsum >> 16u);
+#else
     let total = s.total.x + s.total.y + s.total.z + s.total.w;
+#endif
     let words = stream_words(total, width);
     // Publish this tile's aggregate at once, so successors can look past it.
     if lid == 0u {
         atomicMax(&scan[SCAN_TILES + tile], select(FLAG_AGG, FLAG_INC, tile == 0u) | words);
     }
+#if BITS32
+    let totals = unpack_rounds(s.total);
+    let excl = unpack_rounds(s.excl);
+#else
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
+#endif
 #if STAGE16
     // The first staging pass (at ρ <= 0.25 nearly always the whole tile) is staged now, between
     // publishing the aggregate and looking back, not after the look-back: the staging then fills the

@@ -151,7 +151,12 @@ fn gather_vec(mr: u32, k0: u32, width: u32) -> vec4<u32> {
 // Deposits the values packed from bit 0 of `x` (`width` bits each) into the elements of a word that
 // `bits` selects, in order; the other elements are zero.
 fn take_values(bits: u32, x_in: u32, width: u32) -> u32 {
+#if BITS32
+    // A shift by 32 is a shift by 0 in WGSL: width 32 needs its all-ones mask spelled out.
+    let vmask = select((1u << width) - 1u, 0xffffffffu, width >= 32u);
+#else
     let vmask = (1u << width) - 1u;
+#endif
     var x = x_in;
     var w = 0u;
     for (var e = 0u; e < EPW; e++) {
@@ -250,6 +255,18 @@ fn decompress(
         }
         m[r] = bits;
     }
+#if BITS32
+    let s = wg_scan(pack_counts(m), li, sg_lane, sg_size);
+    // Round r's first value: this thread's exclusive prefix in round r plus the totals of rounds < r.
+    let excl8 = unpack_rounds(s.excl);
+    let total8 = unpack_rounds(s.total);
+    var starts: array<u32, 8>;
+    var before = 0u;
+    for (var r = 0u; r < 8u; r++) {
+        starts[r] = excl8[r] + before;
+        before += total8[r];
+    }
+#else
 #if BITS8
     let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
 #else
@@ -258,6 +275,7 @@ fn decompress(
     let s = wg_scan(counts, li, sg_lane, sg_size);
 
     let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
+#endif
     // Every round's stream words are loaded before any round is decoded; in the fused backward, whose
     // g loads and activation math need registers too, two rounds at a time (both measured fastest).
     var xs: array<vec4<u32>, ROUNDS>;

@@ -419,6 +419,11 @@ impl Arena {
         a_out: Option<BufferRange<'_>>,
     ) -> Result<()> {
         self.check_live(slot)?;
+        if slot.layout.dtype == DType::F32 {
+            return Err(Error::Unsupported(
+                "the fused backward of F32 activations is not implemented (the fused kernels are BF16 only)".into(),
+            ));
+        }
         if slot.layout.dtype != DType::Bf16 && slot.fp8.is_none() {
             return Err(Error::InvalidArgument(format!(
                 "the fused backward takes BF16 activations, not {}",

@@ -264,7 +264,7 @@ impl Codec {
     /// shader compilation. Called by [`crate::arena::Arena::new`].
     pub(crate) fn warm_arena_variants(&self) -> Result<()> {
         for (op, fusion) in [(Op::Compress, Fusion::Forward), (Op::Decompress, Fusion::Backward)] {
-            for elem in [Elem::Bits16, Elem::Bits8] {
+            for elem in [Elem::Bits16, Elem::Bits8, Elem::Bits32] {
                 self.kernels(op, elem, Io::Arena, Fusion::None, Storage::Native)?;
             }
             self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Native)?;
@@ -814,10 +814,10 @@ impl Codec {
 
 /// The element width of dense `dtype`.
 fn elem(dtype: DType) -> Elem {
-    if dtype.bits() == 8 {
-        Elem::Bits8
-    } else {
-        Elem::Bits16
+    match dtype.bits() {
+        8 => Elem::Bits8,
+        32 => Elem::Bits32,
+        _ => Elem::Bits16,
     }
 }
 

@@ -204,7 +204,7 @@ pub fn cases(paths: &[CodecPath], options: &SuiteOptions, max_binding: u64) -> V
         }
         if options.full {
             // Past the real binding size, once per element width, on each path.
-            for dtype in [DType::Bf16, DType::E4m3] {
+            for dtype in [DType::Bf16, DType::E4m3, DType::F32] {
                 let n = (max_binding / dtype.bytes()) as usize + TILE as usize + 3;
                 v.push(Case {
                     path,
@@ -225,7 +225,9 @@ fn input(case: &Case) -> Vec<u8> {
     let mut d = match case.data {
         Data::Bits { n, density, seed } => cpu::synthetic_bits(n, density, dtype, seed),
         Data::AllPatterns => {
-            if eb == 2 {
+            if eb == 4 {
+                all_patterns32().into_iter().flat_map(u32::to_le_bytes).collect()
+            } else if eb == 2 {
                 (0..=u16::MAX).flat_map(|v| v.to_le_bytes()).collect()
             } else {
                 // Every byte, spread over more than two tiles in a scrambled order.
@@ -246,6 +248,22 @@ fn input(case: &Case) -> Vec<u8> {
         }
     }
     d
+}
+
+/// The 32-bit "all patterns": 2^32 elements are too many, so every byte value in every byte position
+/// (alone in its word, so that words with a zero 16-bit half are covered), the special patterns of
+/// `cpu::SPECIAL32` (−0.0, ±∞, NaN payloads of both signs, subnormals), then scrambled full words,
+/// spread over more than two tiles.
+fn all_patterns32() -> Vec<u32> {
+    let mut v: Vec<u32> = (0..4).flat_map(|k| (1..=255u32).map(move |b| b << (8 * k))).collect();
+    v.extend(cpu::SPECIAL32);
+    let mut i = 0u32;
+    while v.len() < 3 * TILE as usize + 17 {
+        v.push(i.wrapping_mul(0x9E37_79B9) ^ (i << 7));
+        v.push(0);
+        i += 1;
+    }
+    v
 }
 
 fn sign_error_index() -> usize {
@@ -454,7 +472,18 @@ mod tests {
             for e in d.chunks(eb) {
                 seen.insert(e.to_vec());
             }
-            assert_eq!(seen.len(), 1 << dtype.bits(), "{dtype}");
+            if eb == 4 {
+                for k in 0..4 {
+                    for b in 0..=255u8 {
+                        assert!(d.chunks(4).any(|e| e[k] == b), "f32 byte {k} value {b:#x}");
+                    }
+                }
+                for special in cpu::SPECIAL32 {
+                    assert!(seen.contains(special.to_le_bytes().as_slice()), "f32 special {special:#x}");
+                }
+            } else {
+                assert_eq!(seen.len(), 1 << dtype.bits(), "{dtype}");
+            }
             let c = Case { sign_pack: true, ..c };
             assert!(input(&c).chunks(eb).all(|e| e[eb - 1] & 0x80 == 0));
         }

@@ -13,7 +13,7 @@
 //! * Tiles are [`TILE`] = 4096 consecutive elements (the last one may be partial).
 //! * Mask bit `e % 32` of mask word `e / 32` is 1 iff element `e` is not all-bits-zero.
 //! * Each tile's nonzeros, in element order, form a bit stream of `width` bits per value
-//!   (16 / 8, or 15 / 7 with sign packing), little-endian inside words, zero-padded to a whole word.
+//!   (32 / 16 / 8, or 31 / 15 / 7 with sign packing), little-endian inside words, zero-padded to a whole word.
 //! * `table[t]` is the word offset of tile `t`'s stream from the start of the values section.
 //!   Compact output (what the CPU codec and a single-chunk GPU compress produce) places the streams in
 //!   tile order with no gaps; a chunked GPU compress leaves gaps between chunks (see [`Layout::chunk_value_base`]).
@@ -84,11 +84,13 @@ pub enum DType {
     E4m3,
     /// OCP FP8 e5m2 (8-bit).
     E5m2,
+    /// IEEE binary32 (32-bit): the compute dtype of Burn's wgpu backend.
+    F32,
 }
 
 impl DType {
     /// All element types, in code order.
-    pub const ALL: [DType; 4] = [DType::Bf16, DType::F16, DType::E4m3, DType::E5m2];
+    pub const ALL: [DType; 5] = [DType::Bf16, DType::F16, DType::E4m3, DType::E5m2, DType::F32];
 
     /// Code stored in the header.
     pub fn code(self) -> u8 {
@@ -97,6 +99,7 @@ impl DType {
             DType::F16 => 1,
             DType::E4m3 => 2,
             DType::E5m2 => 3,
+            DType::F32 => 4,
         }
     }
 
@@ -105,9 +108,10 @@ impl DType {
         DType::ALL.get(c as usize).copied()
     }
 
-    /// Element width in bits (16 or 8).
+    /// Element width in bits (32, 16 or 8).
     pub fn bits(self) -> u32 {
         match self {
+            DType::F32 => 32,
             DType::Bf16 | DType::F16 => 16,
             DType::E4m3 | DType::E5m2 => 8,
         }
@@ -125,6 +129,7 @@ impl DType {
             DType::F16 => "f16",
             DType::E4m3 => "e4m3",
             DType::E5m2 => "e5m2",
+            DType::F32 => "f32",
         }
     }
 
@@ -142,6 +147,11 @@ impl DType {
     pub fn sign_bit(self) -> u32 {
         1 << (self.bits() - 1)
     }
+
+    /// `(1 << value_width) - 1`: the bits a stored value keeps (all 32 for unpacked F32).
+    pub fn value_mask(self, sign_pack: bool) -> u32 {
+        u32::MAX >> (32 - self.value_width(sign_pack))
+    }
 }
 
 impl std::fmt::Display for DType {
@@ -153,7 +163,7 @@ impl std::fmt::Display for DType {
 impl std::str::FromStr for DType {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        DType::from_name(s).ok_or_else(|| format!("unknown dtype `{s}` (expected bf16, f16, e4m3 or e5m2)"))
+        DType::from_name(s).ok_or_else(|| format!("unknown dtype `{s}` (expected bf16, f16, f32, e4m3 or e5m2)"))
     }
 }
 
@@ -350,6 +360,24 @@ mod tests {
         assert_eq!(l.values_capacity, (33u64 * 7).div_ceil(32));
         let l = Layout::new(DType::F16, 0, Options::default()).unwrap();
         assert_eq!((l.tiles, l.mask_words, l.values_capacity), (0, 0, 0));
+        let l = Layout::new(DType::F32, 4097, Options::default()).unwrap();
+        assert_eq!(l.values_capacity, 4096 + 1);
+        let l = Layout::new(DType::F32, 33, Options::SIGN_PACK).unwrap();
+        assert_eq!(l.values_capacity, (33u64 * 31).div_ceil(32));
+        assert_eq!(l.dense_bytes(), 132);
+    }
+
+    #[test]
+    fn f32_is_code_4() {
+        assert_eq!(DType::F32.code(), 4);
+        assert_eq!(DType::from_code(4), Some(DType::F32));
+        assert_eq!(DType::from_code(5), None);
+        assert_eq!(DType::from_name("F32"), Some(DType::F32));
+        assert_eq!((DType::F32.bits(), DType::F32.bytes(), DType::F32.sign_bit()), (32, 4, 0x8000_0000));
+        assert_eq!(DType::F32.value_mask(false), u32::MAX);
+        assert_eq!(DType::F32.value_mask(true), 0x7FFF_FFFF);
+        let l = Layout::new(DType::F32, 5, Options::SIGN_PACK).unwrap();
+        assert_eq!(Layout::from_header(&l.header(0, 0, 0, 0)).unwrap().0, l);
     }
 
     #[test]
@@ -366,5 +394,7 @@ mod tests {
         assert!((entropy_bound_bits(0.5, DType::Bf16, false) - 9.0).abs() < 1e-12);
         assert_eq!(entropy_bound_bits(0.0, DType::Bf16, true), 0.0);
         assert!((entropy_bound_bits(1.0, DType::E4m3, true) - 7.0).abs() < 1e-12);
+        assert!((entropy_bound_bits(0.5, DType::F32, false) - 17.0).abs() < 1e-12);
+        assert!((entropy_bound_bits(1.0, DType::F32, true) - 31.0).abs() < 1e-12);
     }
 }

@@ -131,9 +131,11 @@ pub enum Op {
     Decompress,
 }
 
-/// Width of the dense elements the kernel walks (`BITS8`).
+/// Width of the dense elements the kernel walks (`BITS32`, `BITS8`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Elem {
+    /// F32: 4 elements per vec4, 8 rounds per tile (`BITS32`).
+    Bits32,
     /// BF16, F16.
     Bits16,
     /// FP8 e4m3 / e5m2.
@@ -197,6 +199,9 @@ pub enum VariantError {
     /// `u16` staging of a decompress.
     #[error("u16 staging is a choice of compress")]
     StagingNeedsCompress,
+    /// `u16` staging of 32-bit elements, whose values do not fit a `u16` slot.
+    #[error("u16 staging cannot hold 32-bit values")]
+    StagingNeedsNarrow,
 }
 
 /// Which codec kernel: a valid combination of the choices above (see [`Variant::new`]).
@@ -238,6 +243,9 @@ impl Variant {
         if stage == Stage::Halves && self.op != Op::Compress {
             return Err(VariantError::StagingNeedsCompress);
         }
+        if stage == Stage::Halves && self.elem == Elem::Bits32 {
+            return Err(VariantError::StagingNeedsNarrow);
+        }
         Ok(Variant { stage, ..self })
     }
 
@@ -277,6 +285,7 @@ impl Variant {
     /// The preprocessor defines (see [`crate::shaders`]) this variant is built with on `path`.
     pub fn defines(&self, path: CodecPath) -> Vec<&'static str> {
         [
+            (self.elem == Elem::Bits32, "BITS32"),
             (self.elem == Elem::Bits8, "BITS8"),
             (path == CodecPath::Subgroup, "SUBGROUP"),
             (self.io == Io::Arena, "ARENA"),
@@ -343,7 +352,7 @@ impl Kernels {
             cache: Mutex::new(HashMap::new()),
         };
         for op in [Op::Compress, Op::Decompress] {
-            for elem in [Elem::Bits16, Elem::Bits8] {
+            for elem in [Elem::Bits16, Elem::Bits8, Elem::Bits32] {
                 k.get(k.variant(op, elem, Io::Buffer, Fusion::None, Storage::Native)?)?;
             }
         }
@@ -356,8 +365,10 @@ impl Kernels {
         let invalid = |e: VariantError| Error::InvalidArgument(format!("codec kernel: {e}"));
         let v = Variant::new(op, elem, io, fusion, storage).map_err(invalid)?;
         // Measured on the H200 (docs/PERFORMANCE.md): halves are faster for BF16 at every density
-        // and for e4m3 at ρ <= 0.176 (1.5 % slower at ρ = 0.5).
+        // and for e4m3 at ρ <= 0.176 (1.5 % slower at ρ = 0.5). 32-bit values do not fit a `u16` slot:
+        // F32 is always staged in words, whatever the staging asked for.
         let halves = match self.staging {
+            _ if elem == Elem::Bits32 => false,
             Staging::Halves => true,
             Staging::Words => false,
             Staging::Auto => storage != Storage::Fp8,
@@ -431,6 +442,11 @@ mod tests {
         let d = Variant::new(Decompress, Bits8, Buffer, Fusion::None, Native).unwrap();
         assert_eq!(d.with_stage(Stage::Halves), Err(VariantError::StagingNeedsCompress));
         assert_eq!(d.with_stage(Stage::Words), Ok(d));
+        assert_eq!(Variant::new(Compress, Bits32, Arena, Forward, Native), Err(VariantError::FusionNeedsBits16));
+        assert_eq!(Variant::new(Decompress, Bits32, Arena, Backward, Fp8), Err(VariantError::FusionNeedsBits16));
+        let c = Variant::new(Compress, Bits32, Buffer, Fusion::None, Native).unwrap();
+        assert_eq!(c.with_stage(Stage::Halves), Err(VariantError::StagingNeedsNarrow));
+        assert_eq!(c.defines(CodecPath::Subgroup), ["BITS32", "SUBGROUP"]);
     }
 
     #[test]

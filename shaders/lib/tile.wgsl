@@ -1,14 +1,21 @@
 // Shared tile geometry and the workgroup-wide scan used by compress and decompress.
 //
 // A tile is 4096 elements handled by one workgroup of 128 threads. Each thread handles one vec4<u32>
-// (16 bytes: 8 16-bit or 16 8-bit elements) per round; round r, thread `li` owns vec `r * WG + li` of the tile,
-// so loads and stores are fully coalesced. Compacted order = element order = (round, thread) order.
+// (16 bytes: 4 32-bit, 8 16-bit or 16 8-bit elements) per round; round r, thread `li` owns vec `r * WG + li`
+// of the tile, so loads and stores are fully coalesced. Compacted order = element order = (round, thread) order.
 //
-// Defines: BITS8 (8-bit elements, else 16-bit), SUBGROUP (use subgroup scans, else a shared-memory scan).
+// Defines: BITS32 (32-bit elements, 8 rounds; takes precedence over BITS8), BITS8 (8-bit elements, else
+// 16-bit), SUBGROUP (use subgroup scans, else a shared-memory scan).
 
 const WG: u32 = 128u;
 const TILE: u32 = 4096u;
 const TILE_MASK_WORDS: u32 = 128u;
+#if BITS32
+const BITS: u32 = 32u;
+const EPV: u32 = 4u;
+const ROUNDS: u32 = 8u;
+const ELEM_MASK: u32 = 0xffffffffu;
+#else
 #if BITS8
 const BITS: u32 = 8u;
 const EPV: u32 = 16u;          // elements per vec4
@@ -20,6 +27,7 @@ const EPV: u32 = 8u;
 const ROUNDS: u32 = 4u;
 const ELEM_MASK: u32 = 0xffffu;
 #endif
+#endif
 const VECS_PER_TILE: u32 = TILE * BITS / 128u;
 const EPW: u32 = 32u / BITS;                   // elements per word
 
@@ -28,20 +36,28 @@ const WORD_BITS_MASK: u32 = (1u << EPW) - 1u; // one bit per element of a word
 // One bit per element of word `w`: bit e set when element e is not all bits zero. Scalar code only:
 // data-dependent indexing into vectors would put them in local memory.
 fn nz_word(w: u32) -> u32 {
+#if BITS32
+    return select(0u, 1u, w != 0u);
+#else
 #if BITS8
     return select(0u, 1u, (w & 0xffu) != 0u) | select(0u, 2u, (w & 0xff00u) != 0u)
         | select(0u, 4u, (w & 0xff0000u) != 0u) | select(0u, 8u, (w & 0xff000000u) != 0u);
 #else
     return select(0u, 1u, (w & 0xffffu) != 0u) | select(0u, 2u, (w >> 16u) != 0u);
 #endif
+#endif
 }
 
 // One bit per element of word `w` whose sign bit is set.
 fn sign_word(w: u32) -> u32 {
+#if BITS32
+    return w >> 31u;
+#else
 #if BITS8
     return ((w >> 7u) & 1u) | ((w >> 14u) & 2u) | ((w >> 21u) & 4u) | ((w >> 28u) & 8u);
 #else
     return ((w >> 15u) & 1u) | ((w >> 30u) & 2u);
+#endif
 #endif
 }
 
@@ -62,6 +78,22 @@ fn mask_word_of(r: u32, li: u32) -> u32 {
 fn mask_shift_of(li: u32) -> u32 {
     return (li % (32u / EPV)) * EPV;
 }
+
+#if BITS32
+// 32-bit elements take 8 rounds, but the scan below takes one vec4 (4 rounds) per thread: rounds r and
+// r + 4 share component r, round r in the low 16 bits and round r + 4 in the high 16 bits. No half can
+// carry into the other: a round's workgroup total is at most WG * EPV = 512.
+fn pack_counts(m: array<u32, 8>) -> vec4<u32> {
+    return vec4<u32>(countOneBits(m[0]) | (countOneBits(m[4]) << 16u), countOneBits(m[1]) | (countOneBits(m[5]) << 16u),
+                     countOneBits(m[2]) | (countOneBits(m[6]) << 16u), countOneBits(m[3]) | (countOneBits(m[7]) << 16u));
+}
+// The 8 per-round values of a vec4 packed like `pack_counts`.
+fn unpack_rounds(v: vec4<u32>) -> array<u32, 8> {
+    let lo = v & vec4<u32>(0xffffu);
+    let hi = v >> vec4<u32>(16u);
+    return array<u32, 8>(lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
+}
+#endif
 
 // Words of a stream of `count` values of `width` bits.
 fn stream_words(count: u32, width: u32) -> u32 {

@@ -13,7 +13,9 @@ use crate::format::{stream_words, DType, Layout, Options, HEADER_WORDS, TILE, TI
 /// Element `i` of a little-endian slice of `EB`-byte elements.
 #[inline(always)]
 fn elem<const EB: usize>(bytes: &[u8], i: usize) -> u32 {
-    if EB == 2 {
+    if EB == 4 {
+        u32::from_le_bytes([bytes[4 * i], bytes[4 * i + 1], bytes[4 * i + 2], bytes[4 * i + 3]])
+    } else if EB == 2 {
         u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]) as u32
     } else {
         bytes[i] as u32
@@ -58,9 +60,10 @@ pub(crate) fn tile_mask<const EB: usize>(tile: &[u8], sign_bit: u32, mask_out: &
 
 /// Stage 3: packs the tile's nonzeros, in element order, into `out` (exactly the tile's stream words).
 ///
-/// `value_mask` is `(1 << width) - 1`: with sign packing it drops the (checked-clear) sign bit.
+/// `value_mask` is `(1 << width) - 1` (all ones at width 32): with sign packing it drops the
+/// (checked-clear) sign bit.
 pub(crate) fn tile_compact<const EB: usize>(tile: &[u8], mask: &[u8], width: u32, out: &mut [u8]) {
-    let value_mask = (1u32 << width) - 1;
+    let value_mask = u32::MAX >> (32 - width);
     let mut w = BitWriter::new(out);
     for (group, mw) in tile.chunks(32 * EB).zip(mask.chunks_exact(4)) {
         let mut m = u32::from_le_bytes([mw[0], mw[1], mw[2], mw[3]]);
@@ -80,6 +83,7 @@ pub(crate) fn tile_compact<const EB: usize>(tile: &[u8], mask: &[u8], width: u32
 /// `options.sign_pack` is on and a nonzero element has its sign bit set (`-0.0` included).
 pub fn compress(data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
     match dtype.bytes() {
+        4 => compress_impl::<4>(data, dtype, options),
         2 => compress_impl::<2>(data, dtype, options),
         _ => compress_impl::<1>(data, dtype, options),
     }
@@ -140,6 +144,7 @@ fn compress_impl<const EB: usize>(data: &[u8], dtype: DType, options: Options) -
 /// partial element is ignored.
 pub fn count_nonzeros(data: &[u8], dtype: DType) -> u64 {
     match dtype.bytes() {
+        4 => data.chunks_exact(4).filter(|c| c[0] | c[1] | c[2] | c[3] != 0).count() as u64,
         2 => data.chunks_exact(2).filter(|c| c[0] | c[1] != 0).count() as u64,
         _ => data.iter().filter(|&&b| b != 0).count() as u64,
     }
@@ -175,10 +180,28 @@ mod tests {
     }
 
     #[test]
+    fn tile_compact_thirty_one_bit() {
+        let tile = [0u32, 0x3F80_0000, 0x7FC0_0001, 0, 0x0000_0001];
+        let bytes: Vec<u8> = tile.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut mask = vec![0u8; 4];
+        assert_eq!(tile_mask::<4>(&bytes, 0x8000_0000, &mut mask).count, 3);
+        let mut out = vec![0u8; 12];
+        tile_compact::<4>(&bytes, &mask, 31, &mut out);
+        let w = |i: usize| u32::from_le_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
+        assert_eq!(w(0), 0x3F80_0000 | 0x7FC0_0001 << 31);
+        assert_eq!(w(1), 0x7FC0_0001 >> 1 | 1 << 30);
+        assert_eq!(w(2), 0);
+    }
+
+    #[test]
     fn partial_element_is_an_error() {
         assert!(matches!(
             compress(&[1, 2, 3], DType::F16, Options::default()),
             Err(Error::PartialElement { bytes: 3, elem_bytes: 2 })
+        ));
+        assert!(matches!(
+            compress(&[1, 2, 3, 4, 5, 6], DType::F32, Options::default()),
+            Err(Error::PartialElement { bytes: 6, elem_bytes: 4 })
         ));
     }
 

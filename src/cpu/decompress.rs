@@ -18,7 +18,11 @@ pub(crate) fn tile_expand<const EB: usize>(mask: &[u8], stream: &[u8], width: u3
             let j = m.trailing_zeros() as usize;
             m &= m - 1;
             let v = r.pop(width);
-            if EB == 2 {
+            if EB == 4 {
+                if let Some(d) = dst.get_mut(4 * j..4 * j + 4) {
+                    d.copy_from_slice(&v.to_le_bytes());
+                }
+            } else if EB == 2 {
                 if let Some(d) = dst.get_mut(2 * j..2 * j + 2) {
                     d.copy_from_slice(&(v as u16).to_le_bytes());
                 }
@@ -72,6 +76,7 @@ pub fn decompress_range(stream: &[u8], start: u64, len: u64) -> Result<Vec<u8>> 
 /// Expands tiles `[first, end)` into `out`, which starts at tile `first`'s first element.
 fn expand_tiles(p: &Parsed<'_>, first: u64, end: u64, out: &mut [u8]) {
     match p.layout.dtype.bytes() {
+        4 => expand_tiles_impl::<4>(p, first, end, out),
         2 => expand_tiles_impl::<2>(p, first, end, out),
         _ => expand_tiles_impl::<1>(p, first, end, out),
     }

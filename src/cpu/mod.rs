@@ -25,4 +25,4 @@ mod words;
 pub use compress::{compress, count_nonzeros};
 pub use decompress::{decompress, decompress_range, validate};
 pub use place::{compact, place_chunked};
-pub use synth::{synthetic_bits, synthetic_relu2, SplitMix64};
+pub use synth::{synthetic_bits, synthetic_relu2, SplitMix64, SPECIAL32};

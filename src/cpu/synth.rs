@@ -89,20 +89,21 @@ fn fp8_from_positive(x: f64, m: u32, bias: i32, max_code: u32) -> u8 {
 }
 
 /// The bits of a non-negative `x` in `dtype`, rounded to nearest even (FP8 saturating).
-fn encode_positive(x: f64, dtype: DType) -> u16 {
+fn encode_positive(x: f64, dtype: DType) -> u32 {
     match dtype {
-        DType::Bf16 => half::bf16::from_f32(x as f32).to_bits(),
-        DType::F16 => half::f16::from_f32(x as f32).to_bits(),
-        DType::E4m3 => fp8_from_positive(x, 3, 7, 0x7E) as u16,
-        DType::E5m2 => fp8_from_positive(x, 2, 15, 0x7B) as u16,
+        DType::Bf16 => half::bf16::from_f32(x as f32).to_bits() as u32,
+        DType::F16 => half::f16::from_f32(x as f32).to_bits() as u32,
+        DType::E4m3 => fp8_from_positive(x, 3, 7, 0x7E) as u32,
+        DType::E5m2 => fp8_from_positive(x, 2, 15, 0x7B) as u32,
+        DType::F32 => (x as f32).to_bits(),
     }
 }
 
-fn put(out: &mut Vec<u8>, v: u16, dtype: DType) {
-    if dtype.bytes() == 2 {
-        out.extend_from_slice(&v.to_le_bytes());
-    } else {
-        out.push(v as u8);
+fn put(out: &mut Vec<u8>, v: u32, dtype: DType) {
+    match dtype.bytes() {
+        4 => out.extend_from_slice(&v.to_le_bytes()),
+        2 => out.extend_from_slice(&(v as u16).to_le_bytes()),
+        _ => out.push(v as u8),
     }
 }
 
@@ -142,22 +143,47 @@ const SPECIAL16: [u16; 15] = [
 ];
 /// The same for FP8 e4m3 (0x7F / 0xFF are NaN) and e5m2 (0x7C infinity, 0x7D NaN).
 const SPECIAL8: [u16; 10] = [0x80, 0xFF, 0x7F, 0x01, 0x81, 0x7E, 0x7C, 0xFC, 0x7D, 0x08];
+/// The same for F32: −0.0, ±infinity, quiet and signalling NaNs with payloads of both signs, the
+/// smallest and largest subnormals of both signs, all ones, and words with only one 16-bit half set
+/// (which a 16-bit reading would take for a zero element).
+pub const SPECIAL32: [u32; 16] = [
+    0x8000_0000,
+    0x7F80_0000,
+    0xFF80_0000,
+    0x7FC0_0000,
+    0x7FC0_0001,
+    0xFFC0_1234,
+    0x7F80_0001,
+    0xFFBF_FFFF,
+    0x0000_0001,
+    0x8000_0001,
+    0x007F_FFFF,
+    0x807F_FFFF,
+    0xFFFF_FFFF,
+    0x7FFF_FFFF,
+    0x0000_FFFF,
+    0x3F80_0000,
+];
 
 /// `n` elements of `dtype` (little-endian bytes), each nonzero with probability `density`; a nonzero
 /// is a special pattern (−0.0, ±inf, NaN payloads, subnormals, all ones) one time in four and uniform
 /// random nonzero bits otherwise, sign bit included. For codec tests, not for sign packing.
 pub fn synthetic_bits(n: usize, density: f64, dtype: DType, seed: u64) -> Vec<u8> {
     let mut rng = SplitMix64(seed ^ 0xB175_0000_0000_0002);
-    let all = ((1u32 << dtype.bits()) - 1) as u64;
+    let all = (1u64 << dtype.bits()) - 1;
     let mut out = Vec::with_capacity(n * dtype.bytes() as usize);
     for _ in 0..n {
         let v = if rng.unit() < density {
             let r = rng.next_u64();
             if r & 3 == 0 {
-                let specials: &[u16] = if dtype.bytes() == 2 { &SPECIAL16 } else { &SPECIAL8 };
-                specials[((r >> 2) % specials.len() as u64) as usize]
+                let pick = |len: usize| ((r >> 2) % len as u64) as usize;
+                match dtype.bytes() {
+                    4 => SPECIAL32[pick(SPECIAL32.len())],
+                    2 => SPECIAL16[pick(SPECIAL16.len())] as u32,
+                    _ => SPECIAL8[pick(SPECIAL8.len())] as u32,
+                }
             } else {
-                ((r >> 8) & all).max(1) as u16
+                ((r >> 8) & all).max(1) as u32
             }
         } else {
             0
@@ -209,10 +235,11 @@ mod tests {
                 let measured = count_nonzeros(&data, dtype) as f64 / n as f64;
                 let tol = 4.0 * (density * (1.0 - density) / n as f64).sqrt() + 1e-12;
                 assert!((measured - density).abs() <= tol, "{dtype} {density}: {measured}");
-                let sign = dtype.sign_bit() as u16;
+                let sign = dtype.sign_bit();
                 let signed = match dtype.bytes() {
-                    2 => data.chunks_exact(2).any(|c| u16::from_le_bytes([c[0], c[1]]) & sign != 0),
-                    _ => data.iter().any(|&b| b as u16 & sign != 0),
+                    4 => data.chunks_exact(4).any(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) & sign != 0),
+                    2 => data.chunks_exact(2).any(|c| u16::from_le_bytes([c[0], c[1]]) as u32 & sign != 0),
+                    _ => data.iter().any(|&b| b as u32 & sign != 0),
                 };
                 assert!(!signed, "{dtype}: sign bit set");
             }
@@ -244,5 +271,21 @@ mod tests {
         assert!(data.chunks_exact(2).any(|c| u16::from_le_bytes([c[0], c[1]]) & 0x8000 != 0 && c != [0, 0x80]));
         assert_eq!(count_nonzeros(&synthetic_bits(1000, 1.0, DType::E5m2, 1), DType::E5m2), 1000);
         assert_eq!(count_nonzeros(&synthetic_bits(1000, 0.0, DType::E4m3, 1), DType::E4m3), 0);
+        let data = synthetic_bits(20_000, 0.25, DType::F32, 9);
+        let words: Vec<u32> = data.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        for special in [0x8000_0000, 0xFFC0_1234, 0x7FC0_0001, 0x0000_0001, 0xFF80_0000, 0x7F80_0000] {
+            assert!(words.contains(&special), "no {special:#x}");
+        }
+        assert!(words.iter().any(|&w| w > 0xFFFF && w & 0xFFFF != 0 && w >> 31 == 0), "no random 32-bit pattern");
+    }
+
+    #[test]
+    fn relu2_f32_values_are_squares() {
+        let data = synthetic_relu2(10_000, 0.5, DType::F32, 3);
+        let mut vals: Vec<f32> =
+            data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).filter(|&v| v != 0.0).collect();
+        vals.sort_by(f32::total_cmp);
+        let median = vals[vals.len() / 2];
+        assert!((median - 0.6745f32 * 0.6745).abs() < 0.03, "median {median}");
     }
 }

@@ -53,7 +53,7 @@ impl<'a> BitWriter<'a> {
     /// Appends the low `width` bits of `v` (the caller has already cleared the bits above `width`).
     #[inline(always)]
     pub(crate) fn push(&mut self, v: u32, width: u32) {
-        // `nbits < 32` on entry and `width <= 16`, so the accumulator never holds more than 48 bits.
+        // `nbits < 32` on entry and `width <= 32`, so the accumulator never holds more than 63 bits.
         self.acc |= (v as u64) << self.nbits;
         self.nbits += width;
         if self.nbits >= 32 {
@@ -89,7 +89,7 @@ impl<'a> BitReader<'a> {
         BitReader { words: stream.chunks_exact(4), acc: 0, nbits: 0 }
     }
 
-    /// The next value of `width` (<= 16) bits.
+    /// The next value of `width` (<= 32) bits.
     #[inline(always)]
     pub(crate) fn pop(&mut self, width: u32) -> u32 {
         if self.nbits < width {
@@ -97,7 +97,7 @@ impl<'a> BitReader<'a> {
             self.acc |= (w as u64) << self.nbits;
             self.nbits += 32;
         }
-        let v = (self.acc as u32) & ((1u32 << width) - 1);
+        let v = (self.acc as u32) & (u32::MAX >> (32 - width));
         self.acc >>= width;
         self.nbits -= width;
         v
@@ -110,8 +110,8 @@ mod tests {
 
     #[test]
     fn writer_reader_round_trip_all_widths() {
-        for width in [7u32, 8, 15, 16] {
-            let vals: Vec<u32> = (0..100u32).map(|i| (i.wrapping_mul(2654435761) >> 7) & ((1 << width) - 1)).collect();
+        for width in [7u32, 8, 15, 16, 31, 32] {
+            let vals: Vec<u32> = (0..100u32).map(|i| i.wrapping_mul(2654435761) & (u32::MAX >> (32 - width))).collect();
             let words = (vals.len() as u64 * width as u64).div_ceil(32) as usize;
             let mut buf = vec![0u8; words * 4];
             let mut w = BitWriter::new(&mut buf);

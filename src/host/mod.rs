@@ -125,6 +125,7 @@ pub fn compress_to_vec(
 
 fn first_sign_bit(data: &[u8], dtype: DType) -> Option<u64> {
     match dtype.bits() {
+        32 => data.chunks_exact(4).position(|c| c[3] & 0x80 != 0),
         16 => data.chunks_exact(2).position(|c| c[1] & 0x80 != 0),
         _ => data.iter().position(|&b| b & 0x80 != 0),
     }

@@ -22,6 +22,7 @@ fn bytes_to_words(b: &[u8]) -> Vec<u32> {
 
 fn elements(data: &[u8], dtype: DType) -> Vec<u32> {
     match dtype.bytes() {
+        4 => bytes_to_words(data),
         2 => data.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as u32).collect(),
         _ => data.iter().map(|&b| b as u32).collect(),
     }
@@ -29,6 +30,7 @@ fn elements(data: &[u8], dtype: DType) -> Vec<u32> {
 
 fn from_elements(el: &[u32], dtype: DType) -> Vec<u8> {
     match dtype.bytes() {
+        4 => words_to_bytes(el),
         2 => el.iter().flat_map(|&e| (e as u16).to_le_bytes()).collect(),
         _ => el.iter().map(|&e| e as u8).collect(),
     }
@@ -73,6 +75,7 @@ fn naive_encode(data: &[u8], dtype: DType, sign_pack: bool) -> Vec<u8> {
 /// Clears the sign bit of every element, so the data can be sign-packed.
 fn clear_signs(data: &mut [u8], dtype: DType) {
     match dtype.bytes() {
+        4 => data.iter_mut().skip(3).step_by(4).for_each(|b| *b &= 0x7F),
         2 => data.iter_mut().skip(1).step_by(2).for_each(|b| *b &= 0x7F),
         _ => data.iter_mut().for_each(|b| *b &= 0x7F),
     }
@@ -304,6 +307,39 @@ fn golden_e4m3_sign_packed_7_bit() {
     assert_eq!(cpu::decompress(&c).unwrap(), data);
 }
 
+/// docs/FORMAT.md, example 5: five F32 elements, sign-packed into a 31-bit stream; unpacked, the values
+/// are the nonzero words themselves.
+#[test]
+fn golden_f32_sign_packed_31_bit() {
+    let el = [0x3F80_0000u32, 0, 0x7FC0_0001, 0x0000_0001, 0x7F80_0000];
+    let data = words_to_bytes(&el);
+    let expected = [
+        0x5450_5342,
+        0x0C01_0401,
+        5,
+        0,
+        4,
+        0,
+        0,
+        0,
+        0,
+        0x0000_001D,
+        0xBF80_0000,
+        0x7FE0_0000,
+        0x0000_0000,
+        0x0FF0_0000,
+    ];
+    let c = cpu::compress(&data, DType::F32, Options::SIGN_PACK).unwrap();
+    assert_eq!(bytes_to_words(&c), expected);
+    assert_eq!(cpu::decompress(&c).unwrap(), data);
+    let c = cpu::compress(&data, DType::F32, Options::default()).unwrap();
+    let expected = [0x5450_5342, 0x0C00_0401, 5, 0, 4, 0, 0, 0, 0, 0x1D, 0x3F80_0000, 0x7FC0_0001, 1, 0x7F80_0000];
+    assert_eq!(bytes_to_words(&c), expected);
+    // −0.0 is refused under sign packing, at its index.
+    let neg = words_to_bytes(&[0x3F80_0000, 0x8000_0000]);
+    assert!(matches!(cpu::compress(&neg, DType::F32, Options::SIGN_PACK), Err(Error::SignBitSet { index: Some(1) })));
+}
+
 /// docs/FORMAT.md, example 4: two tiles; the table holds each tile's start in the values section.
 #[test]
 fn golden_two_tiles_table() {
@@ -349,8 +385,14 @@ fn special_patterns_round_trip() {
         0x007F,
     ];
     let p8 = [0x80u32, 0xFF, 0x7F, 0x01, 0x81, 0x7E, 0x7C, 0xFC, 0x7D];
+    // F32: −0.0 first (the sign refusal below needs a sign bit at element 0), then the specials.
+    let p32: Vec<u32> = std::iter::once(0x8000_0000).chain(cpu::SPECIAL32).collect();
     for dtype in DType::ALL {
-        let pats: &[u32] = if dtype.bytes() == 2 { &p16 } else { &p8 };
+        let pats: &[u32] = match dtype.bytes() {
+            4 => &p32,
+            2 => &p16,
+            _ => &p8,
+        };
         let el: Vec<u32> = (0..5000).map(|i| if i % 3 == 0 { pats[i / 3 % pats.len()] } else { 0 }).collect();
         let data = from_elements(&el, dtype);
         let c = cpu::compress(&data, dtype, Options::default()).unwrap();

@@ -14,6 +14,7 @@ mod arena;
 mod chunked;
 mod embedding;
 mod errors;
+mod f32_codec;
 mod fp8_storage;
 mod gl_backend;
 mod golden_v1;
@@ -26,6 +27,7 @@ fn main() -> std::process::ExitCode {
         chunked::tests(),
         embedding::tests(),
         errors::tests(),
+        f32_codec::tests(),
         fp8_storage::tests(),
         gl_backend::tests(),
         golden_v1::tests(),
