@@ -5,8 +5,7 @@
 //! only without any), compressed bytes of each form, ratio (dense bytes ÷ stored bytes), the entropy
 //! bound of docs/CONVENTIONS.md for each form and the share of it reached (`bound_fraction`, for the smallest
 //! form the tensor allows: sign-packed where possible), and a histogram of per-tile densities. F32 tensors
-//! are analysed as BF16 after round-to-nearest-even (their dense bytes are then the BF16 bytes); other
-//! dtypes are listed as skipped.
+//! are analysed as F32 (b = 32 in the bound), as `compress` stores them; other dtypes are listed as skipped.
 //!
 //! Ratios and bound fractions are `null` for a tensor without elements (nothing to compress, only the
 //! stream header), as density is.
@@ -39,7 +38,6 @@ pub struct Args {
 /// The measurements of one analysed tensor.
 struct Analysis {
     dtype: DType,
-    converted: bool,
     stats: stats::TensorStats,
     dense_bytes: u64,
     plain_bytes: u64,
@@ -69,17 +67,8 @@ impl Analysis {
 }
 
 fn analyse(engine: &Engine, path: &Path, t: &Tensor, data: &[u8]) -> Result<Option<Analysis>, CliError> {
-    let (dtype, converted, owned);
-    let data: &[u8] = match &t.elem {
-        Elem::Act(d) => {
-            (dtype, converted) = (*d, false);
-            data
-        }
-        Elem::F32 => {
-            (dtype, converted) = (DType::Bf16, true);
-            owned = files::f32_to_bf16_bytes(data);
-            &owned
-        }
+    let dtype = match &t.elem {
+        Elem::Act(d) => *d,
         Elem::Other(_) => return Ok(None),
     };
     let st = stats::stats(data, dtype);
@@ -93,7 +82,6 @@ fn analyse(engine: &Engine, path: &Path, t: &Tensor, data: &[u8]) -> Result<Opti
     };
     Ok(Some(Analysis {
         dtype,
-        converted,
         stats: st,
         dense_bytes: data.len() as u64,
         plain_bytes: plain.len() as u64,
@@ -147,7 +135,6 @@ fn tensor_json(t: &Tensor, an: &Analysis) -> Value {
         "name": t.name,
         "dtype": t.dtype_name,
         "analysed_as": an.dtype.name(),
-        "note": an.converted.then_some("F32 analysed as BF16 after round-to-nearest-even; compress stores F32 tensors verbatim"),
         "shape": t.shape,
         "elements": an.n(),
         "nonzeros": an.stats.nonzeros,
@@ -203,7 +190,7 @@ fn table(
     .map(String::from)
     .to_vec()];
     for (t, an) in done {
-        let dtype = if an.converted { format!("{}→{}", t.dtype_name, an.dtype) } else { t.dtype_name.clone() };
+        let dtype = t.dtype_name.clone();
         rows.push(vec![
             t.name.clone(),
             dtype,
@@ -242,9 +229,6 @@ fn table(
     if !done.is_empty() {
         out += "\n(± = sign-packed, possible only when no value has its sign bit set; neg = such values;\n \
                 ratio = dense bytes ÷ stored bytes; bound% = entropy bound H(ρ)+(b−s)·ρ ÷ achieved bits)\n";
-        if done.iter().any(|(_, an)| an.converted) {
-            out += " F32 tensors are analysed as BF16 after round-to-nearest-even (compress stores them verbatim).\n";
-        }
         out += "\ntiles per density bin (0-10%, 10-20%, …, 90-100%):\n";
         let name_w = done.iter().map(|(t, _)| t.name.chars().count()).max().unwrap_or(0);
         for (t, an) in done {

@@ -23,6 +23,7 @@ use super::{print_json, print_summary, CliError, Globals};
 pub enum DTypeArg {
     Bf16,
     F16,
+    F32,
     E4m3,
     E5m2,
 }
@@ -32,6 +33,7 @@ impl From<DTypeArg> for DType {
         match d {
             DTypeArg::Bf16 => DType::Bf16,
             DTypeArg::F16 => DType::F16,
+            DTypeArg::F32 => DType::F32,
             DTypeArg::E4m3 => DType::E4m3,
             DTypeArg::E5m2 => DType::E5m2,
         }

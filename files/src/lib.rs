@@ -11,10 +11,10 @@
 //! file exactly (no gaps, no overlaps), so [`pack::to_container`] can write a container whose records,
 //! concatenated, are the original file byte for byte.
 //!
-//! Element types (docs/CONVENTIONS.md): BF16, F16, F8_E4M3, F8_E5M2 are activation dtypes ([`Elem::Act`]);
-//! F32 is analysed as BF16 after round-to-nearest-even but stored verbatim by `compress`, which must stay
-//! byte-exact ([`Elem::F32`]); every other dtype the file format defines is [`Elem::Other`] (skipped by
-//! `analyze`, verbatim in `compress`); a dtype the format does not define is a bad file.
+//! Element types (docs/CONVENTIONS.md): BF16, F16, F32, F8_E4M3, F8_E5M2 are activation dtypes
+//! ([`Elem::Act`]: analysed and compressed losslessly as they are); every other dtype the file format
+//! defines is [`Elem::Other`] (skipped by `analyze`, verbatim in `compress`); a dtype the format does not
+//! define is a bad file.
 
 pub mod container;
 pub mod npy;
@@ -92,10 +92,8 @@ impl Kind {
 /// How a tensor's elements are treated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Elem {
-    /// An activation dtype: compressed as it is.
+    /// An activation dtype (F32 included): compressed as it is.
     Act(DType),
-    /// IEEE f32: analysed as BF16 after round-to-nearest-even, stored verbatim (lossless) by `compress`.
-    F32,
     /// Any other dtype the file format defines: skipped by `analyze`, verbatim in `compress`. The string
     /// says why it is not an activation (for messages).
     Other(String),
@@ -243,9 +241,9 @@ pub fn looks_like_safetensors(head: &[u8], file_len: u64) -> bool {
     n >= 2 && n <= file_len.saturating_sub(8) && head[8] == b'{'
 }
 
-/// Converts little-endian f32 elements to BF16 (round to nearest even), the form `analyze` measures F32
-/// activations in. NaN stays NaN with its sign (quieted), so the negative count keeps meaning "sign bit
-/// set". A trailing partial element is ignored.
+/// Converts little-endian f32 elements to BF16 (round to nearest even). NaN stays NaN with its sign
+/// (quieted). A trailing partial element is ignored. (`analyze` no longer uses it: F32 is an activation
+/// dtype of its own.)
 pub fn f32_to_bf16_bytes(data: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() / 2);
     for c in data.chunks_exact(4) {

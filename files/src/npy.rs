@@ -3,7 +3,7 @@
 //! `{'descr': '<f2', 'fortran_order': False, 'shape': (3, 4), }`, then the array's bytes, exactly
 //! `prod(shape) × itemsize` of them.
 //!
-//! Activation dtypes: `<f2` (F16), `<f4` (F32, analysed as BF16), and the void types ml_dtypes writes for
+//! Activation dtypes: `<f2` (F16), `<f4` (F32), and the void types ml_dtypes writes for
 //! bfloat16 (`V2`) and FP8 (`V1`), which need `--dtype` to say what they are. Other dtypes NumPy defines
 //! are skipped (verbatim in `compress`); a descr NumPy does not define is a bad file. Fortran order does
 //! not matter to a lossless elementwise codec, only to which elements share a tile.
@@ -226,10 +226,12 @@ fn elem_of(descr_text: &str, d: &Descr, dtype: Option<DType>) -> Result<Elem, St
     let little = matches!(d.order, b'<' | b'=' | b'|');
     let act = match (d.kind, d.itemsize, little) {
         (b'f', Some(2), true) => Some(Elem::Act(DType::F16)),
-        (b'f', Some(4), true) => Some(Elem::F32),
+        (b'f', Some(4), true) => Some(Elem::Act(DType::F32)),
         (b'V', Some(2), _) => match dtype {
             Some(t @ (DType::Bf16 | DType::F16)) => return Ok(Elem::Act(t)),
-            Some(t) => return Err(format!("descr `{descr_text}` holds 2-byte elements, --dtype {t} is 1 byte")),
+            Some(t) => {
+                return Err(format!("descr `{descr_text}` holds 2-byte elements, --dtype {t} is {} byte(s)", t.bytes()))
+            }
             None => {
                 return Err(format!(
                     "descr `{descr_text}` (2-byte void, as ml_dtypes writes bfloat16) needs --dtype bf16 or --dtype f16"
@@ -238,7 +240,9 @@ fn elem_of(descr_text: &str, d: &Descr, dtype: Option<DType>) -> Result<Elem, St
         },
         (b'V', Some(1), _) => match dtype {
             Some(t @ (DType::E4m3 | DType::E5m2)) => return Ok(Elem::Act(t)),
-            Some(t) => return Err(format!("descr `{descr_text}` holds 1-byte elements, --dtype {t} is 2 bytes")),
+            Some(t) => {
+                return Err(format!("descr `{descr_text}` holds 1-byte elements, --dtype {t} is {} bytes", t.bytes()))
+            }
             None => {
                 return Err(format!(
                     "descr `{descr_text}` (1-byte void, as ml_dtypes writes FP8) needs --dtype e4m3 or --dtype e5m2"
@@ -249,7 +253,7 @@ fn elem_of(descr_text: &str, d: &Descr, dtype: Option<DType>) -> Result<Elem, St
     };
     match (act, dtype) {
         (Some(Elem::Act(DType::F16)), Some(DType::F16) | None) => Ok(Elem::Act(DType::F16)),
-        (Some(Elem::F32), Some(DType::Bf16) | None) => Ok(Elem::F32),
+        (Some(Elem::Act(DType::F32)), Some(DType::F32) | None) => Ok(Elem::Act(DType::F32)),
         (Some(_), Some(t)) | (None, Some(t)) => {
             Err(format!("--dtype {t} does not fit the file's descr `{descr_text}`"))
         }
@@ -395,7 +399,7 @@ mod tests {
         assert_eq!(p.tensors[0].elem, Elem::Act(DType::F16));
         assert_eq!(p.tensors[0].shape, [2, 3]);
         let p = parse(&write("<f4", &[3], &[0; 12]), None, "x").unwrap();
-        assert_eq!(p.tensors[0].elem, Elem::F32);
+        assert_eq!(p.tensors[0].elem, Elem::Act(DType::F32));
         let p = parse(&write("<i8", &[], &[0; 8]), None, "x").unwrap();
         assert!(matches!(p.tensors[0].elem, Elem::Other(_)));
         assert_eq!(p.tensors[0].elements, 1);

@@ -12,7 +12,7 @@ use bitsparse::format::{DType, Options};
 pub struct PackReport {
     /// Tensors stored as compressed tensor records.
     pub compressed: Vec<String>,
-    /// Tensors stored verbatim (F32 and non-activation dtypes).
+    /// Tensors stored verbatim (non-activation dtypes).
     pub verbatim: Vec<String>,
     /// Tensors that `--sign-pack` could not pack (a value has its sign bit set) and that were therefore
     /// compressed without sign packing: `(name, elements with the sign bit set)`.
@@ -53,7 +53,7 @@ pub fn to_container(
                 records.push(r);
                 report.compressed.push(t.name.clone());
             }
-            Elem::F32 | Elem::Other(_) => {
+            Elem::Other(_) => {
                 records.push(Record::verbatim(data, Some(t.name.clone())));
                 report.verbatim.push(t.name.clone());
             }
@@ -91,9 +91,9 @@ mod tests {
         );
         let p = ParsedFile::parse(&b, Kind::Safetensors, None, "").unwrap();
         let (c, rep) = to_container(&p, &b, Options::SIGN_PACK, bitsparse::cpu::compress).unwrap();
-        assert_eq!(rep.compressed, ["r", "n", "e"]);
-        assert_eq!(rep.not_sign_packed, vec![("n".to_string(), 1)]);
-        assert_eq!(rep.verbatim.len(), 2);
+        assert_eq!(rep.compressed, ["r", "n", "f", "e"]);
+        assert_eq!(rep.not_sign_packed, vec![("n".to_string(), 1), ("f".to_string(), 3)]);
+        assert_eq!(rep.verbatim.len(), 1);
         let bytes = c.to_bytes();
         let back = Container::parse(&bytes).unwrap().decode(bitsparse::cpu::decompress).unwrap();
         assert!(back == b);

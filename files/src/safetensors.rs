@@ -55,7 +55,7 @@ pub fn elem_of(dtype: ::safetensors::Dtype) -> Elem {
         D::F16 => Elem::Act(DType::F16),
         D::F8_E4M3 => Elem::Act(DType::E4m3),
         D::F8_E5M2 => Elem::Act(DType::E5m2),
-        D::F32 => Elem::F32,
+        D::F32 => Elem::Act(DType::F32),
         other => Elem::Other(format!("{other} is not an activation dtype")),
     }
 }
@@ -255,7 +255,7 @@ mod tests {
         assert_eq!(p.tensors[0].elem, Elem::Act(DType::Bf16));
         assert!(matches!(p.tensors[1].elem, Elem::Other(_)));
         assert_eq!(p.tensors[2].elements, 0);
-        assert_eq!(p.tensors[3].elem, Elem::F32);
+        assert_eq!(p.tensors[3].elem, Elem::Act(DType::F32));
         assert_eq!(&b[p.tensors[3].range.clone()], &[0, 0, 0x80, 0x3f]);
     }
 

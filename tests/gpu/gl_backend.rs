@@ -18,6 +18,8 @@ pub fn tests() -> Vec<Test> {
         gl_test!(gl_matrix_f16),
         gl_test!(gl_matrix_e4m3),
         gl_test!(gl_matrix_e5m2),
+        gl_test!(gl_matrix_f32),
+        gl_test!(gl_chunked_and_dispatch_2d_f32),
         gl_test!(gl_multi_tile_relu2),
         gl_test!(gl_chunked_and_dispatch_2d_lowered_limits),
         gl_test!(gl_sign_bit_under_sign_pack_is_an_error),
@@ -76,6 +78,30 @@ fn gl_matrix_e4m3(ctx: GpuContext) {
 
 fn gl_matrix_e5m2(ctx: GpuContext) {
     matrix(ctx, DType::E5m2);
+}
+
+fn gl_matrix_f32(ctx: GpuContext) {
+    matrix(ctx, DType::F32);
+}
+
+/// F32 through the chunked path and the 2-D grid on GL (lowered limits), both sign modes, with the
+/// 32-bit special patterns at the start.
+fn gl_chunked_and_dispatch_2d_f32(ctx: GpuContext) {
+    let ctx = gl(ctx);
+    let codec = Codec::with_config(
+        &ctx.device,
+        CodecConfig { max_binding_bytes: Some(3 * 16384 + 512), max_workgroups_per_dim: Some(2), ..Default::default() },
+    )
+    .expect("codec");
+    for sign_pack in [false, true] {
+        let mut bytes = data(13 * 4096 + 999, 0.3, DType::F32, sign_pack, 22);
+        for (i, &w) in cpu::SPECIAL32.iter().enumerate() {
+            let w = if sign_pack { w & 0x7FFF_FFFF } else { w };
+            bytes[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        let what = format!("GL chunked+2d f32 sign_pack={sign_pack}");
+        round_trip(&ctx, &codec, &bytes, DType::F32, Options { sign_pack }, &what);
+    }
 }
 
 /// Realistic ReLU² data over many tiles, so the chained scan's look-back (and its fallback) is

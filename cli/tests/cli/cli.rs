@@ -80,10 +80,11 @@ fn sparse_bytes(n: usize, elem_bytes: usize, density: f64, positive: bool, seed:
 fn round_trip_every_dtype_with_and_without_sign_pack() {
     let d = scratch("round_trip");
     // The conformance suite's lengths (empty, one element, a word ± 1, a tile ± 1, several tiles), each
-    // once, cycling through every dtype × sign mode (enough lengths to reach all eight).
+    // once, cycling through every dtype × sign mode (with one more length, enough to reach all ten).
     let combos = 2 * DType::ALL.len();
-    assert!(conformance::LENGTHS.len() >= combos, "fewer lengths than dtype × sign modes");
-    for (k, &n) in conformance::LENGTHS.iter().enumerate() {
+    let lengths: Vec<usize> = conformance::LENGTHS.iter().copied().chain([2 * 4096 + 5]).collect();
+    assert!(lengths.len() >= combos, "fewer lengths than dtype × sign modes");
+    for (k, &n) in lengths.iter().enumerate() {
         let dtype = DType::ALL[k % DType::ALL.len()];
         let sign_pack = k % combos >= DType::ALL.len();
         let (dtype, eb) = (dtype.name(), dtype.bytes() as usize);
@@ -211,7 +212,7 @@ fn usage_errors_exit_2() {
     for args in [
         &["compress", "--bogus"][..],
         &["--no-such-flag", "info"],
-        &["compress", "--dtype", "f32", "a", "b"],
+        &["compress", "--dtype", "f64", "a", "b"],
         &["compress", s(&raw), s(&out)],
         &["decompress", "only-one"],
         &["--backend", "cuda", "info"],

@@ -81,28 +81,21 @@ fn analyze_the_shipped_dump() {
     // Denser tensors compress less.
     let r: Vec<f64> = (0..3).map(|i| tensor(&v, &format!("layers.{i}.mlp.act"))["ratio"].as_f64().unwrap()).collect();
     assert!(r[0] < r[1] && r[1] < r[2], "{r:?}");
-    // The F32 pre-activation: analysed as BF16, negative values, so no sign packing.
+    // The F32 pre-activation: analysed as F32 (an activation dtype of its own), negative values, so no
+    // sign packing.
     let z = tensor(&v, "layers.2.mlp.pre_act");
     assert_eq!(z["dtype"], "F32");
-    assert_eq!(z["analysed_as"], "bf16");
-    assert!(z["note"].as_str().unwrap().contains("round-to-nearest-even"));
+    assert_eq!(z["analysed_as"], "f32");
     assert!(z["negatives"].as_u64().unwrap() > 0);
     assert!(z["ratio_sign_pack"].is_null() && z["compressed_bytes_sign_pack"].is_null());
-    assert_eq!(z["dense_bytes"], 8192 * 2);
+    assert_eq!(z["dense_bytes"], 8192 * 4);
     assert_eq!(z["bound_fraction"], z["bound_fraction_plain"]);
 
     // The human table names every tensor and the skipped one.
     let o = run(&["analyze", DUMP]);
     assert_ok(&o, "analyze");
     let text = String::from_utf8(o.stdout).unwrap();
-    for n in [
-        "layers.0.mlp.act",
-        "layers.2.mlp.pre_act",
-        "skipped",
-        "input_ids",
-        "round-to-nearest-even",
-        "tiles per density bin",
-    ] {
+    for n in ["layers.0.mlp.act", "layers.2.mlp.pre_act", "skipped", "input_ids", "tiles per density bin"] {
         assert!(text.contains(n), "table lacks `{n}`:\n{text}");
     }
 }
@@ -163,15 +156,18 @@ fn safetensors_round_trip_is_byte_exact_and_records_the_tensors() {
     let v = json(&o, "compress");
     assert_eq!(v["source"], "safetensors");
     let names: Vec<&str> = v["tensors"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["layers.0.mlp.act", "layers.1.mlp.act", "layers.2.mlp.act"]);
-    assert!(v["tensors"].as_array().unwrap().iter().all(|t| t["sign_pack"] == true));
-    // F32 and I64 are stored verbatim: lossless, whatever analyze reports about F32.
-    assert_eq!(v["verbatim"], serde_json::json!(["layers.2.mlp.pre_act", "input_ids"]));
+    assert_eq!(names, ["layers.0.mlp.act", "layers.1.mlp.act", "layers.2.mlp.act", "layers.2.mlp.pre_act"]);
+    // The F32 pre-activation is compressed (losslessly) too, unpacked: it has negative values.
+    for t in v["tensors"].as_array().unwrap() {
+        assert_eq!(t["sign_pack"], t["name"] != "layers.2.mlp.pre_act", "{t}");
+    }
+    // I64 is stored verbatim.
+    assert_eq!(v["verbatim"], serde_json::json!(["input_ids"]));
     assert!(v["container_bytes"].as_u64().unwrap() < v["original_bytes"].as_u64().unwrap());
     let o = run(&["decompress", "--json", s(&bsp), s(&back)]);
     let v = json(&o, "decompress");
     assert_eq!(v["source"], "safetensors");
-    assert_eq!(v["tensors"], 3);
+    assert_eq!(v["tensors"], 4);
     assert!(std::fs::read(&back).unwrap() == std::fs::read(DUMP).unwrap(), "round trip differs");
     // Recognised by content too: the same file under another name, without --dtype.
     let renamed = d.join("dump.bin");
@@ -191,7 +187,8 @@ fn npy_files() {
         ("bf16.npy", npy::write("<V2", &[60, 100], &relu), vec!["--dtype", "bf16"], "bf16", 6000u64),
         ("half.npy", npy::write("<f2", &[6000], &f16), vec![], "f16", 6000),
         ("fp8.npy", npy::write("|V1", &[7001], &fp8), vec!["--dtype", "e4m3"], "e4m3", 7001),
-        ("single.npy", npy::write("<f4", &[10, 100], &f32s), vec![], "bf16", 1000),
+        ("single.npy", npy::write("<f4", &[10, 100], &f32s), vec![], "f32", 1000),
+        ("single_dtype.npy", npy::write("<f4", &[1000], &f32s), vec!["--dtype", "f32"], "f32", 1000),
     ];
     for (name, bytes, extra, analysed, n) in &files {
         let p = d.join(name);
@@ -227,6 +224,19 @@ fn npy_files() {
     let v = json(&run(&["analyze", "--json", "--dtype", "bf16", s(&raw)]), "raw");
     assert_eq!(v["format"], "raw");
     assert_eq!(v["tensors"][0]["elements"], 6000);
+    // A raw F32 file: `--dtype f32` analyses it with b = 32 and round-trips it losslessly, sign-packed.
+    let raw32 = d.join("act32.raw");
+    let f32_act = bitsparse::cpu::synthetic_relu2(5000, 0.25, bitsparse::DType::F32, 6);
+    std::fs::write(&raw32, &f32_act).unwrap();
+    let v = json(&run(&["analyze", "--json", "--dtype", "f32", s(&raw32)]), "raw f32");
+    assert_eq!(v["tensors"][0]["analysed_as"], "f32");
+    assert_eq!(v["tensors"][0]["elements"], 5000);
+    assert_eq!(v["tensors"][0]["dense_bytes"], 20000);
+    let (bsp, back) = (d.join("act32.bsp"), d.join("act32.back"));
+    assert_ok(&run(&["compress", "--dtype", "f32", "--sign-pack", "--verify", s(&raw32), s(&bsp)]), "raw f32");
+    assert_ok(&run(&["decompress", s(&bsp), s(&back)]), "raw f32");
+    assert!(std::fs::read(&back).unwrap() == f32_act, "raw f32: round trip differs");
+    assert!(std::fs::metadata(&bsp).unwrap().len() < 20000 / 2, "raw f32: not compressed");
     let _ = std::fs::remove_dir_all(&d);
 }
 

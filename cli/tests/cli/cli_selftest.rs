@@ -45,11 +45,12 @@ fn selftest_json_on_lavapipe_passes() {
     // Both paths, every dtype, and the case count adds up.
     assert_eq!(lava["paths"], serde_json::json!(["subgroup", "portable"]));
     let matrix = lava["matrix"].as_array().unwrap();
-    assert_eq!(matrix.len(), 8, "{lava}");
+    assert_eq!(matrix.len(), 2 * bitsparse::DType::ALL.len(), "{lava}");
     let total: u64 = matrix.iter().map(|c| c["cases"].as_u64().unwrap()).sum();
     assert_eq!(total, lava["cases"].as_u64().unwrap());
     assert!(matrix.iter().all(|c| c["failed"] == 0));
-    assert!(total >= 2 * 4 * 2 * (conformance::LENGTHS.len() + conformance::DENSITIES.len()) as u64);
+    let dtypes = bitsparse::DType::ALL.len();
+    assert!(total >= (2 * dtypes * 2 * (conformance::LENGTHS.len() + conformance::DENSITIES.len())) as u64);
 }
 
 fn selftest_human_matrix() {
