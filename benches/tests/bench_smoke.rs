@@ -18,7 +18,7 @@ static LAVAPIPE: Requirement = Requirement::new("lavapipe (Vulkan)", || match la
     None => Err(Absent::Missing("wgpu finds no CPU Vulkan adapter".into())),
 });
 
-fn main() -> std::process::ExitCode {
+fn main() {
     common::harness::main(vec![
         needs_test!(bench_quick_sweep_json_is_sane, LAVAPIPE),
         needs_test!(bench_without_timestamps_is_unsupported, LAVAPIPE),

@@ -22,7 +22,7 @@ static ADAPTER: Requirement = Requirement::new("a wgpu adapter", || {
     GpuContext::new(&AdapterChoice::default()).map(drop).map_err(|e| Absent::Broken(e.to_string()))
 });
 
-fn main() -> std::process::ExitCode {
+fn main() {
     common::harness::main(vec![
         needs_test!(train_bit_identical_small, ADAPTER),
         needs_test!(train_bit_identical_arena_regrow, ADAPTER),

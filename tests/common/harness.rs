@@ -6,7 +6,7 @@
 //! A test binary lists its tests and hands them to [`main`]:
 //!
 //! ```ignore
-//! fn main() -> std::process::ExitCode {
+//! fn main() {
 //!     common::harness::main(vec![cpu_test!(parses_the_header), vulkan_test!(round_trip), gl_test!(gl_round_trip)])
 //! }
 //! ```
@@ -21,7 +21,6 @@
 //! Everything libtest accepts on the command line works (`--list`, `--exact`, `--skip`, `--ignored`,
 //! `--include-ignored`, `--test-threads`; `RUST_TEST_THREADS` too); output is not captured.
 
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -163,9 +162,9 @@ macro_rules! needs_test {
 
 pub(crate) use {cpu_test, gl_test, needs_test, vulkan_test};
 
-/// Runs `tests` as libtest would (same arguments, same output) and returns the exit status. Names must
-/// be unique. Ends with one line per requirement that ignored tests.
-pub fn main(tests: Vec<Test>) -> ExitCode {
+/// Runs `tests` as libtest would (same arguments, same output) and ends the process with libtest's exit
+/// status (see [`exit_now`]). Names must be unique. Ends with one line per requirement that ignored tests.
+pub fn main(tests: Vec<Test>) -> ! {
     // Mesa wants XDG_RUNTIME_DIR; set it before any test thread exists.
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
         std::env::set_var("XDG_RUNTIME_DIR", "/tmp");
@@ -195,5 +194,27 @@ pub fn main(tests: Vec<Test>) -> ExitCode {
             );
         }
     }
-    conclusion.exit_code()
+    exit_now(if conclusion.has_failed() { 101 } else { 0 })
+}
+
+/// Ends the process with `code` once the results are out, without the exit-time teardown of the drivers'
+/// shared libraries. With lavapipe and llvmpipe (EGL) loaded in one process, Mesa 22.3 / glvnd's teardown
+/// races with a driver thread's exit: about one run in ten of the merged GPU binary aborted with "double
+/// free or corruption" *after* `test result: ok` (core dump: the main thread in `_dl_fini` → libEGL →
+/// `__glDispatchDestroyTable`, another thread in `__nptl_deallocate_tsd`). Nothing of ours runs then: every
+/// test has finished and every device is dropped; only the drivers' unload is skipped.
+fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    #[cfg(unix)]
+    {
+        extern "C" {
+            fn _exit(status: i32) -> !;
+        }
+        // SAFETY: `_exit` ends the process at once; the output above is flushed.
+        unsafe { _exit(code) }
+    }
+    #[cfg(not(unix))]
+    std::process::exit(code)
 }

@@ -21,7 +21,7 @@ mod golden_v1;
 mod gpu_codec;
 mod no_host_sync;
 
-fn main() -> std::process::ExitCode {
+fn main() {
     let tests = [
         arena::tests(),
         chunked::tests(),

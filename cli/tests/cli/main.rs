@@ -18,7 +18,7 @@ mod cli_fuzz;
 mod cli_io;
 mod cli_selftest;
 
-fn main() -> std::process::ExitCode {
+fn main() {
     let tests = [
         cli::tests(),
         cli_analyze::tests(),
