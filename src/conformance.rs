@@ -21,7 +21,7 @@ use crate::{cpu, host, Codec, CodecConfig, CodecPath, Error};
 /// Lengths every dtype × sign mode × path is tried at (edges of a word, of a tile, several tiles).
 pub const LENGTHS: [usize; 9] = [0, 1, 31, 32, 33, 4095, 4096, 4097, 3 * 4096 + 77];
 /// Densities tried on a multi-tile tensor.
-pub const DENSITIES: [f64; 6] = [0.0, 1e-4, 0.01, 0.176, 0.5, 1.0];
+pub const DENSITIES: [f64; 7] = [0.0, 1e-4, 0.005, 0.01, 0.176, 0.5, 1.0];
 /// Length of the density cases.
 pub const DENSITY_LENGTH: usize = 9 * 4096 + 5;
 
