@@ -19,6 +19,7 @@ mod fp8_storage;
 mod gl_backend;
 mod golden_v1;
 mod gpu_codec;
+mod multi_device;
 mod no_host_sync;
 
 fn main() {
@@ -32,6 +33,7 @@ fn main() {
         gl_backend::tests(),
         golden_v1::tests(),
         gpu_codec::tests(),
+        multi_device::tests(),
         no_host_sync::tests(),
     ];
     common::harness::main(tests.into_iter().flatten().collect())
