@@ -1,6 +1,6 @@
-// Plain dense ReLU / ReLU² kernels on BF16: the baselines the fused kernels are benchmarked against,
-// and what a trainer keeping a dense activation cache runs. Same math as the fused kernels
-// (lib/act.wgsl), one vec4 (8 elements) per thread.
+// Plain dense ReLU / ReLU² kernels: the baselines the fused kernels are benchmarked against, and what a
+// trainer keeping a dense activation cache runs. Same math as the fused kernels (lib/act.wgsl), one vec4
+// per thread: 8 BF16 elements, or with ACT_F16 8 F16 elements, or with BITS32 4 F32 elements.
 
 #include "lib/act.wgsl"
 

@@ -372,7 +372,35 @@ impl Arena {
         options: Options,
         a_out: BufferRange<'_>,
     ) -> Result<Slot> {
-        self.push_with(encoder, z, Layout::new(DType::Bf16, n, options)?, Some((act, a_out)), None)
+        self.fused_forward_dtype(encoder, z, DType::Bf16, n, act, options, a_out)
+    }
+
+    /// [`Arena::fused_forward`] for a pre-activation of `dtype`: BF16, F16 or F32 (FP8 is
+    /// `Error::Unsupported`; FP8 *storage* is [`Arena::fused_forward_fp8`], of BF16). F32 and F16 compute
+    /// a = r * r rounded once in the dtype, bit-identical to the dense op (docs/FUSED.md).
+    #[allow(clippy::too_many_arguments)] // fused_forward's arguments plus the dtype
+    pub fn fused_forward_dtype(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        z: BufferRange<'_>,
+        dtype: DType,
+        n: u64,
+        act: Activation,
+        options: Options,
+        a_out: BufferRange<'_>,
+    ) -> Result<Slot> {
+        Self::fused_dtype(dtype)?;
+        self.push_with(encoder, z, Layout::new(dtype, n, options)?, Some((act, a_out)), None)
+    }
+
+    /// The dtypes of the fused math: BF16, F16, F32.
+    fn fused_dtype(dtype: DType) -> Result<()> {
+        match dtype {
+            DType::Bf16 | DType::F16 | DType::F32 => Ok(()),
+            _ => Err(Error::Unsupported(format!(
+                "the fused activation kernels take BF16, F16 or F32 activations, not {dtype} (FP8 storage is of BF16)"
+            ))),
+        }
     }
 
     /// Fused forward with **FP8 storage (lossy)**: writes the dense `a` exactly as
@@ -408,7 +436,9 @@ impl Arena {
     }
 
     /// Fused backward: from the compressed r in `slot` and g = dL/da, writes dL/dz to `dz_out` and, when
-    /// given, the dense a (r or r²) the dW₂ GEMM needs to `a_out`. An invalid slot writes nothing.
+    /// given, the dense a (r or r²) the dW₂ GEMM needs to `a_out`, all of the slot's dtype (BF16, F16 or
+    /// F32; BF16 under FP8 storage). An invalid slot writes nothing. F32 and F16: t = g * r, dr = t + t,
+    /// dL/dz = dr where r > 0, else +0, each rounded once in the dtype (docs/FUSED.md).
     pub fn fused_backward(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -419,16 +449,8 @@ impl Arena {
         a_out: Option<BufferRange<'_>>,
     ) -> Result<()> {
         self.check_live(slot)?;
-        if slot.layout.dtype == DType::F32 {
-            return Err(Error::Unsupported(
-                "the fused backward of F32 activations is not implemented (the fused kernels are BF16 only)".into(),
-            ));
-        }
-        if slot.layout.dtype != DType::Bf16 && slot.fp8.is_none() {
-            return Err(Error::InvalidArgument(format!(
-                "the fused backward takes BF16 activations, not {}",
-                slot.layout.dtype
-            )));
+        if slot.fp8.is_none() {
+            Self::fused_dtype(slot.layout.dtype)?;
         }
         let source = Source::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word() };
         let fused = FusedBackward { act, g, a_out, fp8: slot.fp8 };

@@ -265,19 +265,28 @@ impl Codec {
     pub(crate) fn warm_arena_variants(&self) -> Result<()> {
         for (op, fusion) in [(Op::Compress, Fusion::Forward), (Op::Decompress, Fusion::Backward)] {
             for elem in [Elem::Bits16, Elem::Bits8, Elem::Bits32] {
-                self.kernels(op, elem, Io::Arena, Fusion::None, Storage::Native)?;
+                self.kernels(op, elem, Io::Arena, Fusion::None, Storage::Native, false)?;
             }
-            self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Native)?;
+            self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Native, false)?;
             // FP8 storage is optional: a device that cannot build it reports that when it is used.
-            let _ = self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Fp8);
+            let _ = self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Fp8, false);
+            // The F32 and F16 fused kernels are built on first use (not every trainer runs them).
         }
         Ok(())
     }
 
     /// The kernels of one variant, built on first use.
-    fn kernels(&self, op: Op, elem: Elem, io: Io, fusion: Fusion, storage: Storage) -> Result<Arc<Built>> {
+    fn kernels(
+        &self,
+        op: Op,
+        elem: Elem,
+        io: Io,
+        fusion: Fusion,
+        storage: Storage,
+        f16_math: bool,
+    ) -> Result<Arc<Built>> {
         let k = &self.inner.kernels;
-        k.get(k.variant(op, elem, io, fusion, storage)?)
+        k.get(k.variant(op, elem, io, fusion, storage, f16_math)?)
     }
 
     /// The path the kernels use.
@@ -409,7 +418,8 @@ impl Codec {
         let chunks = Self::chunks(layout, chunk_tiles);
         let placement = if chunks.len() > 1 { Placement::Chunked { chunk_tiles } } else { Placement::Compact };
         let (io, fusion, storage) = target.kind();
-        let k = self.kernels(Op::Compress, elem(dtype), io, fusion, storage)?;
+        let f16_math = fusion != Fusion::None && dtype == DType::F16;
+        let k = self.kernels(Op::Compress, elem(dtype), io, fusion, storage, f16_math)?;
         let scan = self.scan_buffer(SCAN_HEAD_WORDS + chunk_tiles.min(layout.tiles.max(1)));
         let base = CompressParams {
             sign_pack: layout.options.sign_pack as u32,
@@ -644,7 +654,8 @@ impl Codec {
         let chunk_tiles = self.decompress_chunk_tiles(&source, layout, placement, dense)?;
         let fusion = if fused.is_some() { Fusion::Backward } else { Fusion::None };
         let storage = if fp8.is_some() { Storage::Fp8 } else { Storage::Native };
-        let k = self.kernels(Op::Decompress, elem(dense), source.io(), fusion, storage)?;
+        let f16_math = fusion != Fusion::None && dense == DType::F16;
+        let k = self.kernels(Op::Decompress, elem(dense), source.io(), fusion, storage, f16_math)?;
         let base = DecompressParams {
             sign_pack: layout.options.sign_pack as u32,
             slot: source.slot_word(),

@@ -9,6 +9,7 @@ pub use crate::activation::Activation;
 use crate::codec::BufferRange;
 use crate::dispatch::{begin_pass, Kernel, KernelDispatch, Program, Trust};
 use crate::error::{Error, Result};
+use crate::format::DType;
 
 crate::shader_params! {
     /// The uniform of `plain_act.wgsl`.
@@ -22,12 +23,13 @@ crate::shader_params! {
     }
 }
 
-/// The plain dense kernels (BF16; element counts a multiple of 8, ranges 16-byte sized).
+/// The plain dense kernels for BF16, F16 and F32 (the math of `shaders/lib/act.wgsl` for each; ranges
+/// a multiple of 16 bytes: element counts a multiple of 8, or of 4 for F32).
 #[derive(Debug, Clone)]
 pub struct DenseAct {
     device: wgpu::Device,
-    forward: Kernel,
-    backward: Kernel,
+    /// `(forward, backward)` of BF16, F16, F32.
+    kernels: [(Kernel, Kernel); 3],
     dummy: wgpu::Buffer,
     max_wg: u32,
 }
@@ -36,9 +38,11 @@ impl DenseAct {
     /// Builds the pipelines.
     pub fn new(device: &wgpu::Device) -> Result<DenseAct> {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let program = Program::new(device, "plain_act.wgsl", &[], Trust::Checked);
-        let forward = program.kernel(device, "forward", &[]);
-        let backward = program.kernel(device, "backward", &[]);
+        let build = |defines: &[&str]| {
+            let program = Program::new(device, "plain_act.wgsl", defines, Trust::Checked);
+            (program.kernel(device, "forward", &[]), program.kernel(device, "backward", &[]))
+        };
+        let kernels = [build(&[]), build(&["ACT_F16"]), build(&["BITS32"])];
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("building the dense activation pipelines failed: {e}")));
         }
@@ -49,7 +53,7 @@ impl DenseAct {
             mapped_at_creation: false,
         });
         let max_wg = device.limits().max_compute_workgroups_per_dimension;
-        Ok(DenseAct { device: device.clone(), forward, backward, dummy, max_wg })
+        Ok(DenseAct { device: device.clone(), kernels, dummy, max_wg })
     }
 
     fn check(r: &BufferRange<'_>, bytes: u64) -> Result<()> {
@@ -61,17 +65,27 @@ impl DenseAct {
         Ok(())
     }
 
-    /// Records `kernel` over `n` elements (one vec4 of 8 per thread): `in0`, `in1` (the dummy when not
+    /// The `(forward, backward)` kernels of `dtype`; FP8 is a typed error.
+    fn kernels(&self, dtype: DType) -> Result<&(Kernel, Kernel)> {
+        match dtype {
+            DType::Bf16 => Ok(&self.kernels[0]),
+            DType::F16 => Ok(&self.kernels[1]),
+            DType::F32 => Ok(&self.kernels[2]),
+            _ => Err(Error::Unsupported(format!("the dense activation kernels take BF16, F16 or F32, not {dtype}"))),
+        }
+    }
+
+    /// Records `kernel` over `bytes` bytes (one vec4 per thread): `in0`, `in1` (the dummy when not
     /// given) and `out0`.
     fn run<'a>(
         &'a self,
         encoder: &mut wgpu::CommandEncoder,
         kernel: &Kernel,
-        n: u64,
+        bytes: u64,
         act: Activation,
         [in0, in1, out0]: [Option<BufferRange<'a>>; 3],
     ) -> Result<()> {
-        let vecs = n / 8;
+        let vecs = bytes / 16;
         if vecs == 0 {
             return Ok(());
         }
@@ -98,9 +112,7 @@ impl DenseAct {
         n: u64,
         act: Activation,
     ) -> Result<()> {
-        Self::check(&z, n * 2)?;
-        Self::check(&a, n * 2)?;
-        self.run(encoder, &self.forward, n, act, [Some(z), None, Some(a)])
+        self.forward_dtype(encoder, DType::Bf16, z, a, n, act)
     }
 
     /// dL/dz from r = relu(z) and g = dL/da for `n` BF16 elements.
@@ -113,9 +125,45 @@ impl DenseAct {
         n: u64,
         act: Activation,
     ) -> Result<()> {
-        Self::check(&r, n * 2)?;
-        Self::check(&g, n * 2)?;
-        Self::check(&dz, n * 2)?;
-        self.run(encoder, &self.backward, n, act, [Some(r), Some(g), Some(dz)])
+        self.backward_dtype(encoder, DType::Bf16, r, g, dz, n, act)
+    }
+
+    /// a = act(relu(z)) for `n` elements of `dtype` (BF16, F16 or F32; FP8 is `Error::Unsupported`).
+    /// F32 and F16: a = r * r rounded once (docs/FUSED.md).
+    pub fn forward_dtype(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        dtype: DType,
+        z: BufferRange<'_>,
+        a: BufferRange<'_>,
+        n: u64,
+        act: Activation,
+    ) -> Result<()> {
+        let (forward, _) = self.kernels(dtype)?;
+        let bytes = n * dtype.bytes();
+        Self::check(&z, bytes)?;
+        Self::check(&a, bytes)?;
+        self.run(encoder, forward, bytes, act, [Some(z), None, Some(a)])
+    }
+
+    /// dL/dz from r = relu(z) and g = dL/da for `n` elements of `dtype` (BF16, F16 or F32). F32 and
+    /// F16: t = g * r, dr = t + t, dL/dz = dr where r > 0, else +0 (docs/FUSED.md).
+    #[allow(clippy::too_many_arguments)] // backward's arguments plus the dtype
+    pub fn backward_dtype(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        dtype: DType,
+        r: BufferRange<'_>,
+        g: BufferRange<'_>,
+        dz: BufferRange<'_>,
+        n: u64,
+        act: Activation,
+    ) -> Result<()> {
+        let (_, backward) = self.kernels(dtype)?;
+        let bytes = n * dtype.bytes();
+        Self::check(&r, bytes)?;
+        Self::check(&g, bytes)?;
+        Self::check(&dz, bytes)?;
+        self.run(encoder, backward, bytes, act, [Some(r), Some(g), Some(dz)])
     }
 }

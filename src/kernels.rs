@@ -5,8 +5,9 @@
 //! [`Stage`]); invalid combinations are refused ([`VariantError`]). It is chosen textually (see
 //! [`crate::shaders`]): `BITS8` for 8-bit element types, `SUBGROUP` for the fast path where the device has
 //! `Features::SUBGROUP`, `ARENA` for streams inside the GPU arena (their position is known only on the
-//! GPU), `FUSED_FWD` / `FUSED_BWD` for the fused activation kernels, `FP8_STORE` (with one of them) for FP8
-//! storage of their BF16 activation, `STAGE16` for compress's `u16` staging.
+//! GPU), `FUSED_FWD` / `FUSED_BWD` for the fused activation kernels (BF16 math on 16-bit elements, F16
+//! math with `ACT_F16`, F32 math with `BITS32`), `FP8_STORE` (with one of them) for FP8 storage of their
+//! BF16 activation, `STAGE16` for compress's `u16` staging.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -151,7 +152,8 @@ pub enum Io {
     Arena,
 }
 
-/// The activation fused into the kernel (`FUSED_FWD` / `FUSED_BWD`): only on arena slots of BF16 activations.
+/// The activation fused into the kernel (`FUSED_FWD` / `FUSED_BWD`): only on arena slots of BF16, F16
+/// or F32 activations.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Fusion {
     /// A plain compress or decompress.
@@ -190,9 +192,12 @@ pub enum VariantError {
     /// A fused forward that decompresses, or a fused backward that compresses.
     #[error("the fused forward is a compress and the fused backward a decompress")]
     FusionDirection,
-    /// A fused kernel on 8-bit elements: the fused activations are BF16.
-    #[error("fused kernels take BF16 activations (16-bit elements)")]
+    /// A fused kernel on 8-bit elements, or FP8 storage of other than 16-bit (BF16) activations.
+    #[error("fused kernels take BF16, F16 or F32 activations (FP8 storage: BF16 only)")]
     FusionNeedsBits16,
+    /// F16 math on a kernel that is not a fused one of 16-bit elements with native storage.
+    #[error("F16 math is a choice of the fused kernels on 16-bit elements without FP8 storage")]
+    F16MathNeedsFusedBits16,
     /// FP8 storage without a fused kernel.
     #[error("FP8 storage needs a fused kernel")]
     Fp8NeedsFusion,
@@ -213,6 +218,8 @@ pub struct Variant {
     fusion: Fusion,
     storage: Storage,
     stage: Stage,
+    /// The fused math is F16's (`ACT_F16`) rather than BF16's (16-bit elements only).
+    f16_math: bool,
 }
 
 impl Variant {
@@ -228,14 +235,29 @@ impl Variant {
         match (op, fusion) {
             (_, Fusion::None) => {}
             _ if io != Io::Arena => return Err(VariantError::FusionNeedsArena),
-            _ if elem != Elem::Bits16 => return Err(VariantError::FusionNeedsBits16),
+            _ if elem == Elem::Bits8 => return Err(VariantError::FusionNeedsBits16),
+            _ if elem == Elem::Bits32 && storage == Storage::Fp8 => return Err(VariantError::FusionNeedsBits16),
             (Op::Compress, Fusion::Forward) | (Op::Decompress, Fusion::Backward) => {}
             _ => return Err(VariantError::FusionDirection),
         }
         if storage == Storage::Fp8 && fusion == Fusion::None {
             return Err(VariantError::Fp8NeedsFusion);
         }
-        Ok(Variant { op, elem, io, fusion, storage, stage: Stage::Words })
+        Ok(Variant { op, elem, io, fusion, storage, stage: Stage::Words, f16_math: false })
+    }
+
+    /// The same fused variant with F16 math (`ACT_F16`) instead of BF16's: 16-bit elements, native
+    /// storage.
+    pub fn with_f16_math(self) -> std::result::Result<Variant, VariantError> {
+        if self.fusion == Fusion::None || self.elem != Elem::Bits16 || self.storage != Storage::Native {
+            return Err(VariantError::F16MathNeedsFusedBits16);
+        }
+        Ok(Variant { f16_math: true, ..self })
+    }
+
+    /// Whether the fused math is F16's.
+    pub fn f16_math(&self) -> bool {
+        self.f16_math
     }
 
     /// The same variant staged with `stage`; [`Stage::Halves`] is a compress choice.
@@ -293,6 +315,7 @@ impl Variant {
             (self.fusion == Fusion::Backward, "FUSED_BWD"),
             (self.storage == Storage::Fp8, "FP8_STORE"),
             (self.stage == Stage::Halves, "STAGE16"),
+            (self.f16_math, "ACT_F16"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -353,17 +376,29 @@ impl Kernels {
         };
         for op in [Op::Compress, Op::Decompress] {
             for elem in [Elem::Bits16, Elem::Bits8, Elem::Bits32] {
-                k.get(k.variant(op, elem, Io::Buffer, Fusion::None, Storage::Native)?)?;
+                k.get(k.variant(op, elem, Io::Buffer, Fusion::None, Storage::Native, false)?)?;
             }
         }
         Ok(k)
     }
 
-    /// The variant for these choices, with the staging this device and configuration use. A combination
-    /// the shaders do not have is `Error::InvalidArgument`.
-    pub fn variant(&self, op: Op, elem: Elem, io: Io, fusion: Fusion, storage: Storage) -> Result<Variant> {
+    /// The variant for these choices, with the staging this device and configuration use; `f16_math`:
+    /// F16 fused math ([`Variant::with_f16_math`]). A combination the shaders do not have is
+    /// `Error::InvalidArgument`.
+    pub fn variant(
+        &self,
+        op: Op,
+        elem: Elem,
+        io: Io,
+        fusion: Fusion,
+        storage: Storage,
+        f16_math: bool,
+    ) -> Result<Variant> {
         let invalid = |e: VariantError| Error::InvalidArgument(format!("codec kernel: {e}"));
-        let v = Variant::new(op, elem, io, fusion, storage).map_err(invalid)?;
+        let mut v = Variant::new(op, elem, io, fusion, storage).map_err(invalid)?;
+        if f16_math {
+            v = v.with_f16_math().map_err(invalid)?;
+        }
         // Measured on the H200 (docs/PERFORMANCE.md): halves are faster for BF16 at every density
         // and for e4m3 at ρ <= 0.176 (1.5 % slower at ρ = 0.5). 32-bit values do not fit a `u16` slot:
         // F32 is always staged in words, whatever the staging asked for.
@@ -442,8 +477,16 @@ mod tests {
         let d = Variant::new(Decompress, Bits8, Buffer, Fusion::None, Native).unwrap();
         assert_eq!(d.with_stage(Stage::Halves), Err(VariantError::StagingNeedsCompress));
         assert_eq!(d.with_stage(Stage::Words), Ok(d));
-        assert_eq!(Variant::new(Compress, Bits32, Arena, Forward, Native), Err(VariantError::FusionNeedsBits16));
+        let f = Variant::new(Compress, Bits32, Arena, Forward, Native).unwrap();
+        assert_eq!(f.defines(CodecPath::Portable), ["BITS32", "ARENA", "FUSED_FWD"]);
+        assert_eq!(f.with_f16_math(), Err(VariantError::F16MathNeedsFusedBits16));
         assert_eq!(Variant::new(Decompress, Bits32, Arena, Backward, Fp8), Err(VariantError::FusionNeedsBits16));
+        let h = Variant::new(Decompress, Bits16, Arena, Backward, Native).unwrap().with_f16_math().unwrap();
+        assert_eq!(h.defines(CodecPath::Portable), ["ARENA", "FUSED_BWD", "ACT_F16"]);
+        let p = Variant::new(Compress, Bits16, Arena, Forward, Fp8).unwrap();
+        assert_eq!(p.with_f16_math(), Err(VariantError::F16MathNeedsFusedBits16));
+        let n = Variant::new(Compress, Bits16, Arena, Fusion::None, Native).unwrap();
+        assert_eq!(n.with_f16_math(), Err(VariantError::F16MathNeedsFusedBits16));
         let c = Variant::new(Compress, Bits32, Buffer, Fusion::None, Native).unwrap();
         assert_eq!(c.with_stage(Stage::Halves), Err(VariantError::StagingNeedsNarrow));
         assert_eq!(c.defines(CodecPath::Subgroup), ["BITS32", "SUBGROUP"]);

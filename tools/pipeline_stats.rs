@@ -124,7 +124,7 @@ fn jobs(spin_limit: u32) -> Vec<Job> {
                         (true, Op::Compress) => Fusion::Forward,
                         (true, Op::Decompress) => Fusion::Backward,
                     };
-                    // The fused kernels take BF16 only (`VariantError::FusionNeedsBits16`).
+                    // The fused kernels take 16- and 32-bit elements (`VariantError::FusionNeedsBits16` for 8-bit).
                     let Ok(v) = Variant::new(op, elem, io, fusion, Storage::Native) else { continue };
                     // Both stagings of compress (`bitsparse::Staging`): packed words and u16 slots.
                     let stages: &[Stage] =

@@ -115,6 +115,34 @@ fn grad_word(r: u32, g: u32, act: u32) -> u32 {
     return (out & ~nan) | (0x7fc07fc0u & nan);
 }
 
+// The vec4 functions the codec and plain kernels call. BF16 (below, the default) works on words of two
+// values; BITS32 (F32) and ACT_F16 (F16) select the functions of those dtypes, defined after it.
+#if BITS32
+fn relu_vec(v: vec4<u32>) -> vec4<u32> {
+    return vec4<u32>(relu32(v.x), relu32(v.y), relu32(v.z), relu32(v.w));
+}
+
+fn act_vec(r: vec4<u32>, act: u32) -> vec4<u32> {
+    return vec4<u32>(act32(r.x, act), act32(r.y, act), act32(r.z, act), act32(r.w, act));
+}
+
+fn grad_vec(r: vec4<u32>, g: vec4<u32>, act: u32) -> vec4<u32> {
+    return vec4<u32>(grad32(r.x, g.x, act), grad32(r.y, g.y, act), grad32(r.z, g.z, act), grad32(r.w, g.w, act));
+}
+#else
+#if ACT_F16
+fn relu_vec(v: vec4<u32>) -> vec4<u32> {
+    return vec4<u32>(relu_word_f16(v.x), relu_word_f16(v.y), relu_word_f16(v.z), relu_word_f16(v.w));
+}
+
+fn act_vec(r: vec4<u32>, act: u32) -> vec4<u32> {
+    return vec4<u32>(act_word_f16(r.x, act), act_word_f16(r.y, act), act_word_f16(r.z, act), act_word_f16(r.w, act));
+}
+
+fn grad_vec(r: vec4<u32>, g: vec4<u32>, act: u32) -> vec4<u32> {
+    return vec4<u32>(grad_word_f16(r.x, g.x, act), grad_word_f16(r.y, g.y, act), grad_word_f16(r.z, g.z, act), grad_word_f16(r.w, g.w, act));
+}
+#else
 fn relu_vec(v: vec4<u32>) -> vec4<u32> {
     return vec4<u32>(relu_word(v.x), relu_word(v.y), relu_word(v.z), relu_word(v.w));
 }
@@ -126,3 +154,136 @@ fn act_vec(r: vec4<u32>, act: u32) -> vec4<u32> {
 fn grad_vec(r: vec4<u32>, g: vec4<u32>, act: u32) -> vec4<u32> {
     return vec4<u32>(grad_word(r.x, g.x, act), grad_word(r.y, g.y, act), grad_word(r.z, g.z, act), grad_word(r.w, g.w, act));
 }
+#endif
+#endif
+
+// ---- F32 and F16: the dense ops a trainer (Burn) runs, in the same order with the same roundings ----
+// forward a = r * r (ReLU²) or r; backward t = g * r, dr = t + t, dL/dz = dr where r > 0 (bits: nonzero,
+// sign clear, not NaN), else +0.0; ReLU: g where r > 0, else +0.0. t + t is computed as t * 2.0 (exact,
+// equal to t + t) so that no multiply-add pair exists for a compiler to contract into an fma. An
+// arithmetic result that is NaN is written as the canonical quiet NaN (0x7fc00000 / 0x7e00). A GPU may
+// flush f32 subnormals (inputs or results) of the F32 math; the F16 math never meets an f32 subnormal
+// (conversions are integer, products of two F16 are at least 2^-48) and is exact on every GPU.
+// CPU port: src/cpu/act.rs (relu_bits32, act_bits32, grad_bits32, *_f16).
+
+#if BITS32
+const F32_QNAN: u32 = 0x7fc00000u;
+
+fn f32_nan_bits(x: u32) -> bool {
+    return (x & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn relu32(x: u32) -> u32 {
+    return select(x, 0u, (x & 0x80000000u) != 0u && !f32_nan_bits(x));
+}
+
+fn act32(r: u32, act: u32) -> u32 {
+    if act == 0u {
+        return r;
+    }
+    let f = bitcast<f32>(r);
+    let s = bitcast<u32>(f * f);
+    return select(s, F32_QNAN, f32_nan_bits(s));
+}
+
+fn grad32(r: u32, g: u32, act: u32) -> u32 {
+    let pos = r != 0u && (r & 0x80000000u) == 0u && !f32_nan_bits(r);
+    if act == 0u {
+        return select(0u, g, pos);
+    }
+    let t = bitcast<f32>(g) * bitcast<f32>(r);
+    let d = bitcast<u32>(t * 2.0);
+    return select(0u, select(d, F32_QNAN, f32_nan_bits(d)), pos);
+}
+
+#endif
+
+#if ACT_F16
+const F16_QNAN: u32 = 0x7e00u;
+
+// F16 bits (low 16 bits of `h`) -> f32, by integer arithmetic (no f32 subnormal is formed: an F16
+// subnormal m · 2^-24 is an f32 normal). Not for NaN.
+fn f16_to_f32(h: u32) -> f32 {
+    let m = h & 0x7fffu;
+    let s = (h & 0x8000u) << 16u;
+    if m < 0x400u {
+        return bitcast<f32>(s | bitcast<u32>(f32(m) * 5.9604644775390625e-8));
+    }
+    if m >= 0x7c00u {
+        return bitcast<f32>(s | 0x7f800000u);
+    }
+    return bitcast<f32>(s | ((m << 13u) + 0x38000000u));
+}
+
+// f32 -> F16 bits, round to nearest even by integer arithmetic: overflow to ±inf, F16 subnormals, NaN ->
+// the canonical quiet NaN. (Matches half::f16::from_f32.)
+fn f32_to_f16(f: f32) -> u32 {
+    let b = bitcast<u32>(f);
+    let s = (b >> 16u) & 0x8000u;
+    let a = b & 0x7fffffffu;
+    if a > 0x7f800000u {
+        return F16_QNAN;
+    }
+    if a >= 0x477ff000u {
+        return s | 0x7c00u;
+    }
+    if a >= 0x38800000u {
+        return s | ((a - 0x38000000u + 0xfffu + ((a >> 13u) & 1u)) >> 13u);
+    }
+    // Below 2^-14: m · 2^(e - 150) in units of 2^-24, rounded to nearest even (0 below 2^-25).
+    let e = a >> 23u;
+    let m = (a & 0x7fffffu) | 0x800000u;
+    let sh = min(126u - e, 25u);
+    return s | ((m + (1u << (sh - 1u)) - 1u + ((m >> sh) & 1u)) >> sh);
+}
+
+fn f16_nan(x: u32) -> bool {
+    return (x & 0x7fffu) > 0x7c00u;
+}
+
+fn relu_f16(x: u32) -> u32 {
+    return select(x, 0u, (x & 0x8000u) != 0u && !f16_nan(x));
+}
+
+fn act_f16(r: u32, act: u32) -> u32 {
+    if act == 0u {
+        return r;
+    }
+    if f16_nan(r) {
+        return F16_QNAN;
+    }
+    let f = f16_to_f32(r);
+    return f32_to_f16(f * f);
+}
+
+fn grad_f16(r: u32, g: u32, act: u32) -> u32 {
+    let pos = r != 0u && (r & 0x8000u) == 0u && !f16_nan(r);
+    if act == 0u {
+        return select(0u, g, pos);
+    }
+    if !pos {
+        return 0u;
+    }
+    if f16_nan(g) {
+        return F16_QNAN;
+    }
+    // t = f16(g * r): the f32 product is exact; a NaN t (0 · inf) stays NaN through t + t.
+    let t = f32_to_f16(f16_to_f32(g) * f16_to_f32(r));
+    if f16_nan(t) {
+        return F16_QNAN;
+    }
+    return f32_to_f16(f16_to_f32(t) * 2.0);
+}
+
+fn relu_word_f16(w: u32) -> u32 {
+    return relu_f16(w & 0xffffu) | (relu_f16(w >> 16u) << 16u);
+}
+
+fn act_word_f16(w: u32, act: u32) -> u32 {
+    return act_f16(w & 0xffffu, act) | (act_f16(w >> 16u, act) << 16u);
+}
+
+fn grad_word_f16(r: u32, g: u32, act: u32) -> u32 {
+    return grad_f16(r & 0xffffu, g & 0xffffu, act) | (grad_f16(r >> 16u, g >> 16u, act) << 16u);
+}
+#endif

@@ -16,6 +16,7 @@ mod embedding;
 mod errors;
 mod f32_codec;
 mod fp8_storage;
+mod fused_dtypes;
 mod gl_backend;
 mod golden_v1;
 mod gpu_codec;
@@ -30,6 +31,7 @@ fn main() {
         errors::tests(),
         f32_codec::tests(),
         fp8_storage::tests(),
+        fused_dtypes::tests(),
         gl_backend::tests(),
         golden_v1::tests(),
         gpu_codec::tests(),
