@@ -65,7 +65,7 @@ fn f32_inputs(n: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
             return 0;
         }
         let exp = 67 + ((s >> 8) % span) as u32;
-        (s & 1) as u32 * 0x8000_0000 | exp << 23 | (s >> 20) as u32 & 0x7f_ffff
+        ((s & 1) as u32) << 31 | (exp << 23) | ((s >> 20) as u32 & 0x7f_ffff)
     };
     let mut z = Vec::with_capacity(n);
     let mut g = Vec::with_capacity(n);
