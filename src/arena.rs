@@ -376,7 +376,7 @@ impl Arena {
     }
 
     /// [`Arena::fused_forward`] for a pre-activation of `dtype`: BF16, F16 or F32 (FP8 is
-    /// `Error::Unsupported`; FP8 *storage* is [`Arena::fused_forward_fp8`], of BF16). F32 and F16 compute
+    /// `Error::InvalidArgument`; FP8 *storage* is [`Arena::fused_forward_fp8`], of BF16). F32 and F16 compute
     /// a = r * r rounded once in the dtype, bit-identical to the dense op (docs/FUSED.md).
     #[allow(clippy::too_many_arguments)] // fused_forward's arguments plus the dtype
     pub fn fused_forward_dtype(
@@ -397,7 +397,7 @@ impl Arena {
     fn fused_dtype(dtype: DType) -> Result<()> {
         match dtype {
             DType::Bf16 | DType::F16 | DType::F32 => Ok(()),
-            _ => Err(Error::Unsupported(format!(
+            _ => Err(Error::InvalidArgument(format!(
                 "the fused activation kernels take BF16, F16 or F32 activations, not {dtype} (FP8 storage is of BF16)"
             ))),
         }

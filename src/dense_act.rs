@@ -71,7 +71,9 @@ impl DenseAct {
             DType::Bf16 => Ok(&self.kernels[0]),
             DType::F16 => Ok(&self.kernels[1]),
             DType::F32 => Ok(&self.kernels[2]),
-            _ => Err(Error::Unsupported(format!("the dense activation kernels take BF16, F16 or F32, not {dtype}"))),
+            _ => {
+                Err(Error::InvalidArgument(format!("the dense activation kernels take BF16, F16 or F32, not {dtype}")))
+            }
         }
     }
 
@@ -128,7 +130,7 @@ impl DenseAct {
         self.backward_dtype(encoder, DType::Bf16, r, g, dz, n, act)
     }
 
-    /// a = act(relu(z)) for `n` elements of `dtype` (BF16, F16 or F32; FP8 is `Error::Unsupported`).
+    /// a = act(relu(z)) for `n` elements of `dtype` (BF16, F16 or F32; FP8 is `Error::InvalidArgument`).
     /// F32 and F16: a = r * r rounded once (docs/FUSED.md).
     pub fn forward_dtype(
         &self,

@@ -203,7 +203,7 @@ pub fn grad_bits_f16(r: u16, g: u16, act: Activation) -> u16 {
 }
 
 fn unsupported(dtype: DType) -> Error {
-    Error::Unsupported(format!("the fused and dense activations take BF16, F16 or F32, not {dtype}"))
+    Error::InvalidArgument(format!("the fused and dense activations take BF16, F16 or F32, not {dtype}"))
 }
 
 fn u32s(b: &[u8]) -> impl Iterator<Item = u32> + '_ {

@@ -374,7 +374,7 @@ fn arena_refuses_bad_configuration(ctx: GpuContext) {
     let r = a.push(&mut enc, BufferRange::new(a.buffer(), 0, 64), DType::Bf16, 32, Options::default());
     assert!(r.is_err());
     let s = a.push(&mut enc, BufferRange::new(&d, 0, 64), DType::E4m3, 64, Options::default()).unwrap();
-    // The fused backward is BF16 only.
+    // The fused backward takes BF16, F16 or F32 slots (FP8 only as FP8 storage of BF16).
     let out = canary(&ctx, 64);
     let g = canary(&ctx, 64);
     assert!(matches!(
