@@ -75,24 +75,55 @@ impl Stats {
 /// A BF16 pre-activation `z` with the same support as `a` (ReLU² data): `z = √a` where `a ≠ 0`, and
 /// −1.0 elsewhere, so `relu(z)` has exactly `a`'s density. For the fused and plain kernels' rows.
 pub fn pre_activation_bf16(a: &[u8]) -> Vec<u8> {
-    a.chunks_exact(2)
-        .flat_map(|e| {
-            let bits = u16::from_le_bytes([e[0], e[1]]);
-            let z = if bits == 0 {
-                half::bf16::from_f32(-1.0)
-            } else {
-                let r = half::bf16::from_bits(bits).to_f32().sqrt();
-                // sqrt of a tiny subnormal can round to zero in BF16: keep the element nonzero.
-                let z = half::bf16::from_f32(r);
-                if z.to_bits() == 0 {
-                    half::bf16::from_bits(1)
+    pre_activation(a, DType::Bf16)
+}
+
+/// [`pre_activation_bf16`] for BF16, F16 and F32 (the dtypes of the fused kernels): the square root of
+/// each nonzero value of `a` (kept nonzero), −1 where `a` is zero.
+pub fn pre_activation(a: &[u8], dtype: DType) -> Vec<u8> {
+    match dtype {
+        DType::F32 => a
+            .chunks_exact(4)
+            .flat_map(|e| {
+                let bits = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+                let z = if bits == 0 { -1.0f32 } else { f32::from_bits(bits).sqrt() };
+                let z = if z.to_bits() == 0 { f32::from_bits(1) } else { z };
+                z.to_bits().to_le_bytes()
+            })
+            .collect(),
+        DType::F16 => a
+            .chunks_exact(2)
+            .flat_map(|e| {
+                let bits = u16::from_le_bytes([e[0], e[1]]);
+                let z = if bits == 0 {
+                    half::f16::from_f32(-1.0)
                 } else {
-                    z
-                }
-            };
-            z.to_bits().to_le_bytes()
-        })
-        .collect()
+                    half::f16::from_f32(half::f16::from_bits(bits).to_f32().sqrt())
+                };
+                let z = if z.to_bits() == 0 { half::f16::from_bits(1) } else { z };
+                z.to_bits().to_le_bytes()
+            })
+            .collect(),
+        _ => a
+            .chunks_exact(2)
+            .flat_map(|e| {
+                let bits = u16::from_le_bytes([e[0], e[1]]);
+                let z = if bits == 0 {
+                    half::bf16::from_f32(-1.0)
+                } else {
+                    let r = half::bf16::from_bits(bits).to_f32().sqrt();
+                    // sqrt of a tiny subnormal can round to zero in BF16: keep the element nonzero.
+                    let z = half::bf16::from_f32(r);
+                    if z.to_bits() == 0 {
+                        half::bf16::from_bits(1)
+                    } else {
+                        z
+                    }
+                };
+                z.to_bits().to_le_bytes()
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -137,6 +168,19 @@ mod tests {
             let a_nz = x != [0, 0];
             let z_pos = half::bf16::from_le_bytes([y[0], y[1]]).to_f32() > 0.0;
             assert_eq!(a_nz, z_pos);
+        }
+        for dtype in [DType::F16, DType::F32] {
+            let a = synthetic(10_000, 0.3, dtype, 4);
+            let z = pre_activation(&a, dtype);
+            let eb = dtype.bytes() as usize;
+            for (x, y) in a.chunks_exact(eb).zip(z.chunks_exact(eb)) {
+                let a_nz = x.iter().any(|&b| b != 0);
+                let z_pos = match dtype {
+                    DType::F16 => half::f16::from_le_bytes([y[0], y[1]]).to_f32() > 0.0,
+                    _ => f32::from_le_bytes([y[0], y[1], y[2], y[3]]) > 0.0,
+                };
+                assert_eq!(a_nz, z_pos, "{dtype}");
+            }
         }
     }
 }

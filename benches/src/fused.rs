@@ -3,9 +3,9 @@
 //! ([`bitsparse::dense_act::DenseAct`]).
 //!
 //! Each op is one function returning its [`Case`] for a batch, or `None` where it does not apply: the
-//! kernels take BF16 (an FP8 batch has no such rows), the dense kernels whole 16-byte ranges, and the
-//! arena one storage binding. Inputs: the pre-activation `z` has exactly the batch's nonzero pattern
-//! after the ReLU ([`super::data::pre_activation_bf16`]), so the measured density and the stream sizes
+//! kernels take BF16, F16 and F32 (an FP8 batch has no such rows), the dense kernels whole 16-byte ranges,
+//! and the arena one storage binding. Inputs: the pre-activation `z` has exactly the batch's nonzero
+//! pattern after the ReLU ([`super::data::pre_activation`]), so the measured density and the stream sizes
 //! are those of the batch; `g` reuses `z`'s bits. The activation is ReLU².
 //!
 //! Bytes that must move (docs/CONVENTIONS.md, issue 4):
@@ -23,7 +23,7 @@ use bitsparse::host::sync;
 use bitsparse::BufferRange;
 
 use super::case::{codec_check, BatchCtx, Case, Check};
-use super::data::pre_activation_bf16;
+use super::data::pre_activation;
 use super::gpu;
 use super::op::Op;
 
@@ -46,12 +46,12 @@ pub struct FusedInputs {
 
 /// `z`, `r` and their buffers, made on first use in a batch; `None` for batches these kernels do not take.
 fn inputs<'c>(ctx: &'c BatchCtx<'_>) -> Result<Option<&'c FusedInputs>> {
-    if ctx.dtype != DType::Bf16 || ctx.n() % 8 != 0 {
+    if !matches!(ctx.dtype, DType::Bf16 | DType::F16 | DType::F32) || ctx.n() % 8 != 0 {
         return Ok(None);
     }
     if ctx.fused.get().is_none() {
-        let z = pre_activation_bf16(ctx.data);
-        let (r, _) = act::forward(&z, ACT);
+        let z = pre_activation(ctx.data, ctx.dtype);
+        let (r, _) = act::forward_dtype(&z, ctx.dtype, ACT)?;
         let z_buf = gpu::buffer_with(ctx.device, "bitsparse.bench.z", &z)?;
         let r_buf = gpu::buffer_with(ctx.device, "bitsparse.bench.r", &r)?;
         let _ = ctx.fused.set(FusedInputs { z, r, z_buf, r_buf });
@@ -70,7 +70,7 @@ fn dense(ctx: &BatchCtx<'_>) -> Result<DenseAct> {
 fn arena(ctx: &BatchCtx<'_>, options: Options) -> Result<Option<Arena>> {
     let limits = ctx.device.limits();
     let max = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size) / 16 * 16;
-    let cap = Layout::new(DType::Bf16, ctx.n(), options)?.capacity_bytes().div_ceil(16) * 16;
+    let cap = Layout::new(ctx.dtype, ctx.n(), options)?.capacity_bytes().div_ceil(16) * 16;
     if cap > max {
         return Ok(None);
     }
@@ -101,7 +101,7 @@ fn slot_check(ctx: &BatchCtx<'_>, arena: &Arena, slot: &Slot, note: Option<Strin
         });
     }
     let words = (bytes / 4).saturating_sub(slot.layout.values_offset);
-    let expected = ctx.stats.value_words(DType::Bf16, slot.layout.options);
+    let expected = ctx.stats.value_words(slot.layout.dtype, slot.layout.options);
     let note = note.or_else(|| {
         (words != expected).then(|| {
             format!("arena stream of {words} value words, the data need {expected} (ρ={} n={})", ctx.density, ctx.n())
@@ -115,13 +115,14 @@ pub fn fused_forward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Option<B
     let Some(inp) = inputs(ctx)? else { return Ok(None) };
     let options = Options { sign_pack };
     let Some(arena) = arena(ctx, options)? else { return Ok(None) };
-    let layout = Layout::new(DType::Bf16, ctx.n(), options)?;
+    let layout = Layout::new(ctx.dtype, ctx.n(), options)?;
     let bytes = 2 * ctx.dense_bytes() + ctx.stats.mask_and_values_bytes(&layout);
     let a = gpu::buffer(ctx.device, "bitsparse.bench.a", ctx.dense_bytes())?;
     Ok(Some(Box::new(FusedForward {
         arena,
         z: inp.z_buf.clone(),
         a,
+        dtype: ctx.dtype,
         n: ctx.n(),
         options,
         bytes,
@@ -133,6 +134,7 @@ struct FusedForward {
     arena: Arena,
     z: wgpu::Buffer,
     a: wgpu::Buffer,
+    dtype: DType,
     n: u64,
     options: Options,
     bytes: u64,
@@ -158,9 +160,16 @@ impl Case for FusedForward {
         Ok(())
     }
     fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        let b = self.n * 2;
-        let slot =
-            self.arena.fused_forward(encoder, range(&self.z, b), self.n, ACT, self.options, range(&self.a, b))?;
+        let b = self.n * self.dtype.bytes();
+        let slot = self.arena.fused_forward_dtype(
+            encoder,
+            range(&self.z, b),
+            self.dtype,
+            self.n,
+            ACT,
+            self.options,
+            range(&self.a, b),
+        )?;
         *self.last.borrow_mut() = Some(slot);
         Ok(())
     }
@@ -171,7 +180,7 @@ impl Case for FusedForward {
             .clone()
             .ok_or_else(|| Error::InvalidArgument("fused forward checked before it ran".into()))?;
         let note = match inputs(ctx)? {
-            Some(inp) => compare(ctx, "fused forward a", &self.a, &act::forward(&inp.z, ACT).1)?,
+            Some(inp) => compare(ctx, "fused forward a", &self.a, &act::forward_dtype(&inp.z, self.dtype, ACT)?.1)?,
             None => None,
         };
         slot_check(ctx, &self.arena, &slot, note)
@@ -188,7 +197,15 @@ pub fn fused_backward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Option<
     let mut enc =
         ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
     arena.reset(&mut enc);
-    let slot = arena.fused_forward(&mut enc, range(&inp.z_buf, b), ctx.n(), ACT, options, range(&scratch, b))?;
+    let slot = arena.fused_forward_dtype(
+        &mut enc,
+        range(&inp.z_buf, b),
+        ctx.dtype,
+        ctx.n(),
+        ACT,
+        options,
+        range(&scratch, b),
+    )?;
     sync::submit(ctx.queue, [enc.finish()]);
     let bytes = 2 * b + ctx.stats.mask_and_values_bytes(&slot.layout);
     let dz = gpu::buffer(ctx.device, "bitsparse.bench.dz", b)?;
@@ -218,12 +235,17 @@ impl Case for FusedBackward {
         vec![&self.g, &self.dz]
     }
     fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        let b = self.n * 2;
+        let b = self.n * self.slot.layout.dtype.bytes();
         self.arena.fused_backward(encoder, &self.slot, ACT, range(&self.g, b), range(&self.dz, b), None)
     }
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
         let note = match inputs(ctx)? {
-            Some(inp) => compare(ctx, "fused backward dL/dz", &self.dz, &act::backward(&inp.r, &inp.z, ACT).0)?,
+            Some(inp) => compare(
+                ctx,
+                "fused backward dL/dz",
+                &self.dz,
+                &act::backward_dtype(&inp.r, &inp.z, self.slot.layout.dtype, ACT)?.0,
+            )?,
             None => None,
         };
         slot_check(ctx, &self.arena, &self.slot, note)
@@ -239,6 +261,7 @@ pub fn plain_forward<'a>(ctx: &BatchCtx<'a>) -> Result<Option<Box<dyn Case + 'a>
         op: Op::PlainForward,
         ins: vec![inp.z_buf.clone()],
         out: a,
+        dtype: ctx.dtype,
         n: ctx.n(),
     })))
 }
@@ -252,6 +275,7 @@ pub fn plain_backward<'a>(ctx: &BatchCtx<'a>) -> Result<Option<Box<dyn Case + 'a
         op: Op::PlainBackward,
         ins: vec![inp.r_buf.clone(), inp.z_buf.clone()],
         out: dz,
+        dtype: ctx.dtype,
         n: ctx.n(),
     })))
 }
@@ -261,6 +285,7 @@ struct Plain {
     op: Op,
     ins: Vec<wgpu::Buffer>,
     out: wgpu::Buffer,
+    dtype: DType,
     n: u64,
 }
 
@@ -272,17 +297,25 @@ impl Case for Plain {
         false
     }
     fn bytes_moved(&self) -> u64 {
-        (self.ins.len() as u64 + 1) * self.n * 2
+        (self.ins.len() as u64 + 1) * self.n * self.dtype.bytes()
     }
     fn buffers(&self) -> Vec<&wgpu::Buffer> {
         self.ins.iter().chain([&self.out]).collect()
     }
     fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        let b = self.n * 2;
+        let b = self.n * self.dtype.bytes();
         match self.op {
-            Op::PlainForward => self.kernels.forward(encoder, range(&self.ins[0], b), range(&self.out, b), self.n, ACT),
-            _ => self.kernels.backward(
+            Op::PlainForward => self.kernels.forward_dtype(
                 encoder,
+                self.dtype,
+                range(&self.ins[0], b),
+                range(&self.out, b),
+                self.n,
+                ACT,
+            ),
+            _ => self.kernels.backward_dtype(
+                encoder,
+                self.dtype,
                 range(&self.ins[0], b),
                 range(&self.ins[1], b),
                 range(&self.out, b),
@@ -294,8 +327,15 @@ impl Case for Plain {
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
         let Some(inp) = inputs(ctx)? else { return Ok(Check::default()) };
         let note = match self.op {
-            Op::PlainForward => compare(ctx, "plain forward a", &self.out, &act::forward(&inp.z, ACT).1)?,
-            _ => compare(ctx, "plain backward dL/dz", &self.out, &act::backward(&inp.r, &inp.z, ACT).0)?,
+            Op::PlainForward => {
+                compare(ctx, "plain forward a", &self.out, &act::forward_dtype(&inp.z, self.dtype, ACT)?.1)?
+            }
+            _ => compare(
+                ctx,
+                "plain backward dL/dz",
+                &self.out,
+                &act::backward_dtype(&inp.r, &inp.z, self.dtype, ACT)?.0,
+            )?,
         };
         Ok(Check { note, ..Default::default() })
     }
