@@ -14,13 +14,19 @@
 #[path = "src/shaders/preprocess.rs"]
 mod preprocess;
 
+#[path = "src/shaders/build_support.rs"]
+mod build_support;
+
+use build_support::{collect, validate};
+
 use std::{collections::BTreeMap, fmt::Write as _, fs, path::Path};
 
 fn main() {
     println!("cargo:rerun-if-changed=shaders");
+    println!("cargo:rerun-if-changed=src/shaders/build_support.rs");
     println!("cargo:rerun-if-changed=src/shaders/preprocess.rs");
     let mut files = BTreeMap::new();
-    collect(Path::new("shaders"), "", &mut files);
+    collect(Path::new("shaders"), "", &["train_ffn"], &mut files);
     let lookup = |n: &str| files.get(n).cloned();
 
     let mut errors = Vec::new();
@@ -62,30 +68,6 @@ fn main() {
     table.push_str("];\n\n");
     tables.emit(&mut table);
     fs::write(Path::new(&out).join("shader_table.rs"), table).unwrap();
-}
-
-fn collect(dir: &Path, prefix: &str, files: &mut BTreeMap<String, String>) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    for e in rd.flatten() {
-        let p = e.path();
-        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
-        if p.is_dir() {
-            if name == "train_ffn" {
-                continue;
-            }
-            collect(&p, &format!("{name}/"), files);
-        } else if name.ends_with(".wgsl") {
-            files.insert(name, fs::read_to_string(&p).unwrap());
-        }
-    }
-}
-
-fn validate(src: &str) -> Result<(naga::Module, naga::valid::ModuleInfo), String> {
-    let module = naga::front::wgsl::parse_str(src).map_err(|e| e.emit_to_string(src))?;
-    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
-        .validate(&module)
-        .map_err(|e| e.emit_to_string(src))?;
-    Ok((module, info))
 }
 
 /// One variant's reflection: its `Interface { .. }` initializer (Rust source) and the layouts of its

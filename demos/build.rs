@@ -7,7 +7,12 @@
 #[allow(dead_code)]
 mod preprocess;
 
+#[path = "../src/shaders/build_support.rs"]
+mod build_support;
+
 use std::{collections::BTreeMap, fs, path::Path};
+
+use build_support::{collect, validate};
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -16,11 +21,11 @@ fn main() {
     println!("cargo:rerun-if-changed={}", own_dir.display());
     println!("cargo:rerun-if-changed={}", core_dir.join("lib").display());
     let mut own = BTreeMap::new();
-    collect(&own_dir, "", &mut own);
+    collect(&own_dir, "", &[], &mut own);
     let lookup = |n: &str| own.get(n).cloned().or_else(|| fs::read_to_string(core_dir.join(n)).ok());
     let mut errors = Vec::new();
     for name in own.keys().filter(|n| !n.starts_with("lib/")) {
-        match preprocess::preprocess(name, &lookup, &[]).and_then(|src| validate(&src)) {
+        match preprocess::preprocess(name, &lookup, &[]).and_then(|src| validate(&src).map(|_| ())) {
             Ok(()) => {}
             Err(e) => errors.push(format!("shaders/train_ffn/{name}:\n{e}")),
         }
@@ -36,25 +41,4 @@ fn main() {
     }
     table.push_str("];\n");
     fs::write(Path::new(&out).join("train_shaders.rs"), table).unwrap();
-}
-
-fn collect(dir: &Path, prefix: &str, files: &mut BTreeMap<String, String>) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    for e in rd.flatten() {
-        let p = e.path();
-        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
-        if p.is_dir() {
-            collect(&p, &format!("{name}/"), files);
-        } else if name.ends_with(".wgsl") {
-            files.insert(name, fs::read_to_string(&p).unwrap());
-        }
-    }
-}
-
-fn validate(src: &str) -> Result<(), String> {
-    let module = naga::front::wgsl::parse_str(src).map_err(|e| e.emit_to_string(src))?;
-    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
-        .validate(&module)
-        .map_err(|e| e.emit_to_string(src))?;
-    Ok(())
 }

@@ -72,14 +72,9 @@ impl Stats {
     }
 }
 
-/// A BF16 pre-activation `z` with the same support as `a` (ReLU² data): `z = √a` where `a ≠ 0`, and
+/// A pre-activation `z` of `dtype` (BF16, F16 or F32: the dtypes of the fused kernels) with the same
+/// support as `a` (ReLU² data): `z = √a` where `a ≠ 0` (kept nonzero where the root rounds to zero), and
 /// −1.0 elsewhere, so `relu(z)` has exactly `a`'s density. For the fused and plain kernels' rows.
-pub fn pre_activation_bf16(a: &[u8]) -> Vec<u8> {
-    pre_activation(a, DType::Bf16)
-}
-
-/// [`pre_activation_bf16`] for BF16, F16 and F32 (the dtypes of the fused kernels): the square root of
-/// each nonzero value of `a` (kept nonzero), −1 where `a` is zero.
 pub fn pre_activation(a: &[u8], dtype: DType) -> Vec<u8> {
     match dtype {
         DType::F32 => a
@@ -163,7 +158,7 @@ mod tests {
     #[test]
     fn pre_activation_keeps_support() {
         let a = synthetic(10_000, 0.3, DType::Bf16, 3);
-        let z = pre_activation_bf16(&a);
+        let z = pre_activation(&a, DType::Bf16);
         for (x, y) in a.chunks_exact(2).zip(z.chunks_exact(2)) {
             let a_nz = x != [0, 0];
             let z_pos = half::bf16::from_le_bytes([y[0], y[1]]).to_f32() > 0.0;

@@ -278,29 +278,20 @@ fn no_host_sync_codec_recording(ctx: GpuContext) {
     let before = sync::thread_host_syncs();
     let process_before = sync::host_syncs();
     let mut enc = device.create_command_encoder(&Default::default());
-    let c = codec
-        .compress(
-            &mut enc,
-            BufferRange::new(&input, 0, data.len() as u64),
-            dtype,
-            n as u64,
-            Options::SIGN_PACK,
-            BufferRange::new(&stream, 0, cap),
-        )
-        .expect("compress");
-    codec.decompress(&mut enc, &c, BufferRange::new(&output, 0, data.len() as u64)).expect("decompress");
-    // A second round on the same encoder (pipelines and scan buffer reused).
-    let c2 = codec
-        .compress(
-            &mut enc,
-            BufferRange::new(&input, 0, data.len() as u64),
-            dtype,
-            n as u64,
-            Options::SIGN_PACK,
-            BufferRange::new(&stream, 0, cap),
-        )
-        .expect("compress");
-    codec.decompress(&mut enc, &c2, BufferRange::new(&output, 0, data.len() as u64)).expect("decompress");
+    // Two rounds on the same encoder (the second reuses the pipelines and the scan buffer).
+    for _ in 0..2 {
+        let c = codec
+            .compress(
+                &mut enc,
+                BufferRange::new(&input, 0, data.len() as u64),
+                dtype,
+                n as u64,
+                Options::SIGN_PACK,
+                BufferRange::new(&stream, 0, cap),
+            )
+            .expect("compress");
+        codec.decompress(&mut enc, &c, BufferRange::new(&output, 0, data.len() as u64)).expect("decompress");
+    }
     let cmd = enc.finish();
     assert_eq!(sync::thread_host_syncs(), before, "recording compress/decompress performed a host synchronisation");
 
