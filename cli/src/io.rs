@@ -206,7 +206,10 @@ pub fn install_signal_cleanup() {
                 let _ = std::fs::remove_file(p);
             }
             eprintln!("error: interrupted by signal {sig}: no output written");
-            std::process::exit(128 + sig);
+            // `_exit`, not `exit`: the main thread may be inside a driver, and running the exit-time
+            // teardown of Mesa's libraries under it aborted the process now and then on lavapipe (LLVM's
+            // "CommandLine Error", then SIGABRT instead of the exit status). Nothing of ours needs it.
+            signal_hook::low_level::exit(128 + sig);
         }
     });
 }
