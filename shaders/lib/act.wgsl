@@ -158,7 +158,7 @@ fn grad_vec(r: vec4<u32>, g: vec4<u32>, act: u32) -> vec4<u32> {
 #endif
 
 // ---- F32 and F16: the dense ops a trainer (Burn) runs, in the same order with the same roundings ----
-// forward a = r * r (ReLU²) or r; backward t = g * r, dr = t + t, dL/dz = dr where r > 0 (bits: nonzero,
+// forward a = r * r (ReLU²) or r; backward t = g * r, dr = t + t (F16: 2·g·r rounded once), dL/dz = dr where r > 0 (bits: nonzero,
 // sign clear, not NaN), else +0.0; ReLU: g where r > 0, else +0.0. t + t is computed as t * 2.0 (exact,
 // equal to t + t) so that no multiply-add pair exists for a compiler to contract into an fma. An
 // arithmetic result that is NaN is written as the canonical quiet NaN (0x7fc00000 / 0x7e00). A GPU may
@@ -268,11 +268,11 @@ fn grad_f16(r: u32, g: u32, act: u32) -> u32 {
         return F16_QNAN;
     }
     // t = f16(g * r): the f32 product is exact; a NaN t (0 · inf) stays NaN through t + t.
-    let t = f32_to_f16(f16_to_f32(g) * f16_to_f32(r));
-    if f16_nan(t) {
-        return F16_QNAN;
-    }
-    return f32_to_f16(f16_to_f32(t) * 2.0);
+    // dr = f16(2 · g · r), rounded once: g · r and its double are exact in f32, and Burn's fused
+    // element-wise kernel does not round g · r to F16 before the sum (docs/FUSED.md). A NaN (0 · inf)
+    // becomes the canonical NaN in f32_to_f16.
+    let t = f16_to_f32(g) * f16_to_f32(r);
+    return f32_to_f16(t * 2.0);
 }
 
 fn relu_word_f16(w: u32) -> u32 {

@@ -188,17 +188,17 @@ pub fn act_bits_f16(r: u16, act: Activation) -> u16 {
     }
 }
 
-/// F16 dL/dz from r and g: as [`grad_bits32`], with t = f16(g * r) and dr = f16(t + t).
+/// F16 dL/dz from r and g: as [`grad_bits32`], but dr = f16(2 · g · r) with one rounding: g · r and its
+/// double are exact in f32, and Burn 0.22.1's fused element-wise kernel (its default configuration)
+/// evaluates mul's backward, the gradient sum and `relu_backward` in one kernel without rounding g · r to
+/// F16 in between (measured: rounding t first differed from Burn in dW₁, `docs/FUSED.md`).
 pub fn grad_bits_f16(r: u16, g: u16, act: Activation) -> u16 {
     if !f16_pos(r) {
         return 0;
     }
     match act {
         Activation::Relu => g,
-        Activation::Relu2 => {
-            let t = f16_to_f32(f32_to_f16(f16_to_f32(g) * f16_to_f32(r)));
-            f32_to_f16(t + t)
-        }
+        Activation::Relu2 => f32_to_f16(2.0 * (f16_to_f32(g) * f16_to_f32(r))),
     }
 }
 

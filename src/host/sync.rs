@@ -38,6 +38,22 @@ pub fn submit<I: IntoIterator<Item = wgpu::CommandBuffer>>(queue: &wgpu::Queue, 
     queue.submit(cmds)
 }
 
+static ENQUEUES: AtomicU64 = AtomicU64::new(0);
+
+/// How many [`enqueue`] calls the library has made in this process.
+pub fn enqueues() -> u64 {
+    ENQUEUES.load(Ordering::SeqCst)
+}
+
+/// Submits command buffers that must run in queue order between another library's submissions (the
+/// Burn integration: Burn flushes its work, then ours follows on the same queue). Counted by
+/// [`enqueues`], not as a host synchronisation: nothing here waits, and a step records one per op, so the
+/// `no_host_sync_burn_*` tests count waits ([`thread_host_syncs`]) and report these separately.
+pub fn enqueue<I: IntoIterator<Item = wgpu::CommandBuffer>>(queue: &wgpu::Queue, cmds: I) -> wgpu::SubmissionIndex {
+    ENQUEUES.fetch_add(1, Ordering::SeqCst);
+    queue.submit(cmds)
+}
+
 /// Blocks until all submitted work is done (counted).
 pub fn wait_idle(device: &wgpu::Device) -> Result<()> {
     count();

@@ -1,0 +1,282 @@
+//! `train_bit_identical_burn_*`, `no_host_sync_burn_*`, `arena_overflow_burn_*` and the layout tests.
+
+use std::sync::OnceLock;
+
+use bitsparse::host::sync;
+use bitsparse_burn::{BitSparse, BitSparseConfig, BitSparseMlp, Error, MlpActivation};
+use burn::module::Param;
+use burn::nn::Linear;
+use burn::optim::{GradientsParams, Optimizer, SgdConfig};
+use burn::tensor::{Device, Distribution, FloatDType, Tensor, TensorData};
+
+use crate::common::harness::{Test, VULKAN};
+
+/// Burn's device and the wgpu handles behind it, opened once per process.
+struct Shared {
+    device: Device,
+    wgpu: (burn::tensor::wgpu::wgpu::Device, burn::tensor::wgpu::wgpu::Queue),
+}
+
+fn shared() -> &'static Shared {
+    static S: OnceLock<Shared> = OnceLock::new();
+    S.get_or_init(|| {
+        let (device, setup) = Device::wgpu_options().init_with_setup().expect("Burn opens its wgpu device");
+        Shared { device, wgpu: (setup.device, setup.queue) }
+    })
+}
+
+fn context(arena_bytes: u64) -> BitSparse {
+    let s = shared();
+    BitSparse::new(&s.wgpu.0, &s.wgpu.1, BitSparseConfig::with_arena_bytes(arena_bytes)).expect("context")
+}
+
+const D: usize = 32;
+const FF: usize = 136;
+const T: usize = 7;
+
+/// A block with weights of `dtype` drawn on `device`, and its twin sharing those exact weights; the first
+/// runs the BitSparse op (`ctx`), the second Burn's dense block.
+fn twins(device: &Device, dtype: FloatDType, act: MlpActivation, ctx: &BitSparse) -> (BitSparseMlp, BitSparseMlp) {
+    let linear = |i: usize, o: usize| {
+        let w = Tensor::<2>::random([i, o], Distribution::Uniform(-0.3, 0.3), device).cast(dtype);
+        let b = Tensor::<1>::random([o], Distribution::Uniform(-0.2, 0.2), device).cast(dtype);
+        (w, b)
+    };
+    let ((w1, b1), (w2, b2)) = (linear(D, FF), linear(FF, D));
+    let make = |ctx: Option<&BitSparse>| {
+        let l = |w: &Tensor<2>, b: &Tensor<1>| Linear {
+            weight: Param::from_tensor(w.clone().detach()),
+            bias: Some(Param::from_tensor(b.clone().detach())),
+        };
+        BitSparseMlp::from_linears(l(&w1, &b1), l(&w2, &b2), act, ctx)
+    };
+    (make(Some(ctx)), make(None))
+}
+
+fn bits(t: Tensor<2>) -> Vec<u8> {
+    t.into_data().as_bytes().to_vec()
+}
+
+fn bits1(t: Tensor<1>) -> Vec<u8> {
+    t.into_data().as_bytes().to_vec()
+}
+
+fn params(m: &BitSparseMlp) -> Vec<Vec<u8>> {
+    vec![
+        bits(m.fc1.weight.val()),
+        bits1(m.fc1.bias.as_ref().unwrap().val()),
+        bits(m.fc2.weight.val()),
+        bits1(m.fc2.bias.as_ref().unwrap().val()),
+    ]
+}
+
+/// What one training step produced, as bits.
+#[derive(PartialEq, Eq, Debug)]
+struct StepBits {
+    y: Vec<u8>,
+    loss: Vec<u8>,
+    grads: Vec<Vec<u8>>,
+}
+
+/// One SGD step of `m` on `x` (rows of D) with loss mean((y - target)²)·k, returning the step's bits.
+fn step(m: BitSparseMlp, x: &Tensor<2>, target: &Tensor<2>, ctx: Option<&BitSparse>) -> (BitSparseMlp, StepBits) {
+    let x = x.clone().detach().require_grad();
+    if let Some(ctx) = ctx {
+        ctx.begin_step();
+    }
+    let y = m.forward(x.clone());
+    let diff = y.clone() - target.clone();
+    let loss = (diff.clone() * diff).mean();
+    let grads = loss.backward();
+    if let Some(ctx) = ctx {
+        let device = x.device();
+        ctx.finish_step(&device).expect("the step's status read");
+    }
+    let g = |t: Option<Tensor<2>>| bits(t.expect("a gradient"));
+    let g1 = |t: Option<Tensor<1>>| bits1(t.expect("a gradient"));
+    let grad_bits = vec![
+        g(x.grad(&grads).map(|t| t.inner())),
+        g(m.fc1.weight.val().grad(&grads).map(|t| t.inner())),
+        g1(m.fc1.bias.as_ref().unwrap().val().grad(&grads).map(|t| t.inner())),
+        g(m.fc2.weight.val().grad(&grads).map(|t| t.inner())),
+        g1(m.fc2.bias.as_ref().unwrap().val().grad(&grads).map(|t| t.inner())),
+    ];
+    let out = StepBits { y: bits(y.detach()), loss: loss.detach().into_data().as_bytes().to_vec(), grads: grad_bits };
+    let gp = GradientsParams::from_grads(grads, &m);
+    let mut opt = SgdConfig::new().init();
+    let m = opt.step(0.05, m, gp);
+    (m, out)
+}
+
+/// Dense and BitSparse twins trained side by side on batches of `rows` rows (shapes leaving partial tiles,
+/// changing between steps): every step's output, loss and gradients, and the weights after it, equal bit
+/// for bit.
+fn train_pair(dtype: FloatDType, act: MlpActivation, checkpointing: bool) {
+    let mut device = shared().device.clone().autodiff();
+    if checkpointing {
+        device = device.gradient_checkpointing();
+    }
+    let ctx = context(1 << 20);
+    let (mut bs, mut dense) = twins(&device, dtype, act, &ctx);
+    for (i, rows) in [3 * T, 5 * T, 2 * T + 1].into_iter().enumerate() {
+        let x = Tensor::<2>::random([rows, D], Distribution::Normal(0.0, 1.0), &device).cast(dtype);
+        let target = Tensor::<2>::random([rows, D], Distribution::Normal(0.0, 0.1), &device).cast(dtype);
+        let (b2, sb) = step(bs, &x, &target, Some(&ctx));
+        let (d2, sd) = step(dense, &x, &target, None);
+        assert_eq!(sb.y, sd.y, "step {i}: forward output differs");
+        assert_eq!(sb.loss, sd.loss, "step {i}: loss differs");
+        for (k, (a, b)) in sb.grads.iter().zip(&sd.grads).enumerate() {
+            assert!(a == b, "step {i}: gradient {k} (x, w1, b1, w2, b2) differs");
+        }
+        assert_eq!(params(&b2), params(&d2), "step {i}: weights after the optimizer step differ");
+        // The activations were not all zero or all positive (the test would be weak otherwise).
+        let y_nonzero = sd.grads[1].chunks(dtype_bytes(dtype)).any(|c| c.iter().any(|&b| b != 0));
+        assert!(y_nonzero, "step {i}: dW1 is all zero");
+        bs = b2;
+        dense = d2;
+    }
+}
+
+fn dtype_bytes(dtype: FloatDType) -> usize {
+    match dtype {
+        FloatDType::F16 | FloatDType::BF16 => 2,
+        _ => 4,
+    }
+}
+
+fn train_bit_identical_burn_f32_relu2() {
+    train_pair(FloatDType::F32, MlpActivation::Relu2, false);
+}
+
+fn train_bit_identical_burn_f32_relu() {
+    train_pair(FloatDType::F32, MlpActivation::Relu, false);
+}
+
+fn train_bit_identical_burn_f16_relu2() {
+    train_pair(FloatDType::F16, MlpActivation::Relu2, false);
+}
+
+fn train_bit_identical_burn_f16_relu() {
+    train_pair(FloatDType::F16, MlpActivation::Relu, false);
+}
+
+fn train_bit_identical_burn_f32_relu2_checkpointed() {
+    train_pair(FloatDType::F32, MlpActivation::Relu2, true);
+}
+
+/// Forward and backward wait for nothing: the host-synchronisation count does not move between the start
+/// of the step and the end of the backward; the step's one status read (`finish_step`) costs what one
+/// arena status read costs.
+fn no_host_sync_burn_f32() {
+    let device = shared().device.clone().autodiff();
+    let ctx = context(1 << 20);
+    let (m, _) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
+    let x = Tensor::<2>::random([4 * T, D], Distribution::Normal(0.0, 1.0), &device).require_grad();
+    // Warm-up (Burn's autotune and first-use allocations happen here).
+    for _ in 0..2 {
+        ctx.begin_step();
+        let g = m.forward(x.clone()).sum().backward();
+        ctx.finish_step(&device).unwrap();
+        drop(g);
+    }
+    let before = sync::host_syncs();
+    let enq = sync::enqueues();
+    ctx.begin_step();
+    let loss = m.forward(x.clone()).sum();
+    let grads = loss.backward();
+    device.flush().unwrap();
+    let during = sync::host_syncs() - before;
+    let submits = sync::enqueues() - enq;
+    let at = sync::host_syncs();
+    ctx.finish_step(&device).unwrap();
+    let finish = sync::host_syncs() - at;
+    // What one status read costs, measured the same way.
+    let at = sync::host_syncs();
+    ctx.finish_step(&device).unwrap();
+    let one_read = sync::host_syncs() - at;
+    eprintln!("host syncs in forward+backward: {during}; enqueued submits: {submits}; finish_step: {finish}");
+    assert_eq!(during, 0, "forward + backward waited on the GPU");
+    assert!(submits >= 3, "expected the reset, the fused forward and the fused backward to be enqueued");
+    assert_eq!(finish, one_read, "finish_step does more than one status read");
+    drop(grads);
+}
+
+/// An arena too small for the step: `finish_step` says so, typed, before the optimizer; `grow` and the
+/// re-run step give gradients bit-identical to Burn's dense block.
+fn arena_overflow_burn_f32() {
+    let device = shared().device.clone().autodiff();
+    let ctx = context(1024);
+    let (bs, dense) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
+    let x = Tensor::<2>::random([5 * T, D], Distribution::Normal(0.0, 1.0), &device);
+    let target = Tensor::<2>::zeros([5 * T, D], &device);
+    // The failing step.
+    ctx.begin_step();
+    let y = bs.forward(x.clone().require_grad());
+    let grads = (y.clone() * y).mean().backward();
+    match ctx.finish_step(&device) {
+        Err(Error::ArenaOverflow { capacity, .. }) => assert_eq!(capacity, 1024),
+        other => panic!("expected ArenaOverflow, got {other:?}"),
+    }
+    drop(grads);
+    // Recovery: grow, re-run the same step.
+    let grown = ctx.grow().expect("grow");
+    assert!(grown >= 2048, "grew to {grown}");
+    let (_, sb) = step(bs, &x, &target, Some(&ctx));
+    let (_, sd) = step(dense, &x, &target, None);
+    assert_eq!(sb, sd, "the re-run step differs from the dense one");
+}
+
+/// A strided (transposed) or sliced input is made contiguous before the codec reads it; results equal
+/// Burn's dense block on the same view.
+fn strided_inputs_burn_f32() {
+    let device = shared().device.clone().autodiff();
+    let ctx = context(1 << 20);
+    let (bs, dense) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
+    let base = Tensor::<2>::random([D, 6 * T], Distribution::Normal(0.0, 1.0), &device);
+    let views = [base.clone().transpose(), base.clone().transpose().slice([T..4 * T, 0..D])];
+    for (i, x) in views.into_iter().enumerate() {
+        ctx.begin_step();
+        let yb = bs.forward(x.clone());
+        let gb = yb.clone().sum().backward();
+        ctx.finish_step(&device).unwrap();
+        let yd = dense.forward(x.clone());
+        let gd = yd.clone().sum().backward();
+        assert_eq!(bits(yb.detach()), bits(yd.detach()), "view {i}: output differs");
+        let w = |m: &BitSparseMlp, g| bits(m.fc1.weight.val().grad(g).unwrap().inner());
+        assert_eq!(w(&bs, &gb), w(&dense, &gd), "view {i}: dW1 differs");
+    }
+}
+
+/// Without autodiff (inference) the op is Burn's dense block and pushes nothing.
+fn inference_is_dense_burn_f32() {
+    let device = shared().device.clone();
+    let ctx = context(1 << 20);
+    let (bs, dense) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
+    let x = Tensor::<2>::random([3 * T, D], Distribution::Normal(0.0, 1.0), &device);
+    ctx.begin_step();
+    let (yb, yd) = (bs.forward(x.clone()), dense.forward(x));
+    let report = ctx.finish_step(&device).unwrap();
+    assert_eq!(bits(yb), bits(yd));
+    assert_eq!((report.tensors, report.used_bytes), (0, 0));
+    let _ = TensorData::from([0f32]);
+}
+
+macro_rules! burn_test {
+    ($f:ident) => {
+        Test::needs(crate::common::harness::name(module_path!(), stringify!($f)), &[&VULKAN], $f)
+    };
+}
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        burn_test!(train_bit_identical_burn_f32_relu2),
+        burn_test!(train_bit_identical_burn_f32_relu),
+        burn_test!(train_bit_identical_burn_f16_relu2),
+        burn_test!(train_bit_identical_burn_f16_relu),
+        burn_test!(train_bit_identical_burn_f32_relu2_checkpointed),
+        burn_test!(no_host_sync_burn_f32),
+        burn_test!(arena_overflow_burn_f32),
+        burn_test!(strided_inputs_burn_f32),
+        burn_test!(inference_is_dense_burn_f32),
+    ]
+}
