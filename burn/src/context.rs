@@ -1,20 +1,23 @@
-//! [`BitSparse`]: the codec and arena of one Burn device, and the step protocol around them.
+//! [`BitSparse`]: the codec and arena of each Burn device, and the step protocol around them.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, ArenaStatus};
+use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer};
 use bitsparse::host::sync;
 use bitsparse::{Codec, DType};
+use burn::backend::DispatchDevice;
+use burn::tensor::Device;
+use burn_cubecl::CubeDevice;
 
 use crate::error::{Error, Result};
 
 /// How a [`BitSparse`] context is set up.
 #[derive(Copy, Clone, Debug)]
 pub struct BitSparseConfig {
-    /// Arena capacity in bytes (a multiple of 16, at most one storage binding). [`BitSparse::grow`]
-    /// replaces it after an overflow.
+    /// Arena capacity in bytes per device (a multiple of 16, at most one storage binding).
+    /// [`BitSparse::grow`] replaces it after an overflow.
     pub arena_bytes: u64,
-    /// Live compressed tensors per step (one per MLP block per micro-batch).
+    /// Live compressed tensors per step and device (one per MLP block per micro-batch).
     pub max_slots: u32,
     /// Store values without their sign bit (relu(z) has none): 31-bit F32 / 15-bit F16 values.
     pub sign_pack: bool,
@@ -33,7 +36,7 @@ impl BitSparseConfig {
     }
 }
 
-/// What one step used, from its status read ([`BitSparse::finish_step`]).
+/// What one step used on one device, from its status read ([`BitSparse::finish_step`]).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct StepReport {
     /// Arena bytes the step's compressed activations took.
@@ -48,7 +51,9 @@ pub struct StepReport {
     pub dense_bytes: u64,
 }
 
-pub(crate) struct Inner {
+/// The state of one device: its wgpu handles, codec, arena, and what its ops met this step.
+pub(crate) struct DeviceCtx {
+    pub(crate) cube: CubeDevice,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) codec: Codec,
@@ -66,79 +71,13 @@ struct StepState {
     dense_bytes: u64,
 }
 
-/// The BitSparse state of one Burn wgpu device: its codec, its arena, and the errors its ops met.
-/// Cheap to clone (shared). Nothing is process-global: make one per device, from the handles Burn
-/// opened the device with.
-///
-/// The step protocol: [`BitSparse::begin_step`] before the forward (empties the arena, no wait);
-/// forward and backward record and submit without waiting; [`BitSparse::finish_step`] between the
-/// backward and the optimizer step does the step's one status read and returns
-/// [`Error::ArenaOverflow`] (or an op's error) before any gradient is applied; after an overflow,
-/// [`BitSparse::grow`] and re-run the step.
-#[derive(Clone)]
-pub struct BitSparse {
-    pub(crate) inner: Arc<Inner>,
-}
-
-impl std::fmt::Debug for BitSparse {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BitSparse").field("config", &self.inner.config).finish_non_exhaustive()
-    }
-}
-
-impl BitSparse {
-    /// A context on the wgpu device and queue Burn runs on (`Device::wgpu_options().init_with_setup()`
-    /// returns them). Builds the codec, the arena and the F32 and F16 fused kernels now, so a step
-    /// builds no pipeline.
-    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue, config: BitSparseConfig) -> Result<BitSparse> {
-        let codec = Codec::new(device)?;
-        let arena = Self::make_arena(&codec, &config, config.arena_bytes)?;
-        for dtype in [DType::F32, DType::F16] {
-            // F16 needs SHADER_F16; a device without it reports that when F16 is used.
-            if let Err(e) = arena.prepare_fused(dtype) {
-                if dtype == DType::F32 {
-                    return Err(e.into());
-                }
-            }
-        }
-        Ok(BitSparse {
-            inner: Arc::new(Inner {
-                device: device.clone(),
-                queue: queue.clone(),
-                codec,
-                arena: Mutex::new(arena),
-                config,
-                state: Mutex::new(StepState::default()),
-            }),
-        })
-    }
-
-    fn make_arena(codec: &Codec, config: &BitSparseConfig, bytes: u64) -> Result<Arena> {
-        let cfg = ArenaConfig { capacity_bytes: bytes, max_slots: config.max_slots, max_gates: 1 };
-        Ok(Arena::new(codec, cfg)?)
-    }
-
+impl DeviceCtx {
     fn state(&self) -> MutexGuard<'_, StepState> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn arena(&self) -> MutexGuard<'_, Arena> {
-        self.inner.arena.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The codec path (subgroup or portable) of this device.
-    pub fn codec(&self) -> &Codec {
-        &self.inner.codec
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> BitSparseConfig {
-        self.inner.config
-    }
-
-    /// The arena's capacity now.
-    pub fn arena_capacity_bytes(&self) -> u64 {
-        self.arena().capacity_bytes()
+        self.arena.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Records an op's error; the step then fails at [`BitSparse::finish_step`].
@@ -154,39 +93,139 @@ impl BitSparse {
         st.tensors += 1;
         st.dense_bytes += dense_bytes;
     }
+}
 
-    /// Starts a step: releases every compressed tensor of the previous one and clears its failure
-    /// bits (recorded and submitted on the shared queue, no wait). Slots still held by a graph that
-    /// was never run backward become invalid.
-    pub fn begin_step(&self) {
-        let arena = self.arena();
-        let mut enc = self
-            .inner
+/// The BitSparse state of the Burn wgpu devices a model trains on: per device a codec, an arena and the
+/// errors its ops met. Cheap to clone (shared), so a module keeps one and its replicas on other devices
+/// (Burn's data-parallel `fork`) find their own device's state through it. Nothing is process-global.
+///
+/// The step protocol, per device: [`BitSparse::begin_step`] before the forward (empties that device's
+/// arena, no wait); forward and backward record and submit without waiting; [`BitSparse::finish_step`]
+/// between the backward and the optimizer step does the step's one status read and returns
+/// [`Error::ArenaOverflow`] (or an op's error) before any gradient is applied; after an overflow,
+/// [`BitSparse::grow`] and re-run the step.
+#[derive(Clone)]
+pub struct BitSparse {
+    devices: Arc<Mutex<Vec<Arc<DeviceCtx>>>>,
+    config: BitSparseConfig,
+}
+
+impl std::fmt::Debug for BitSparse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.devices.lock().map(|d| d.len()).unwrap_or(0);
+        f.debug_struct("BitSparse").field("config", &self.config).field("devices", &n).finish()
+    }
+}
+
+fn cube_device(device: &Device) -> Result<CubeDevice> {
+    match device.clone().inner().as_dispatch() {
+        DispatchDevice::Cube(d) => Ok(d.clone()),
+        #[allow(unreachable_patterns)]
+        other => Err(Error::Unsupported(format!("BitSparse runs on Burn's wgpu devices, not {other:?}"))),
+    }
+}
+
+impl BitSparse {
+    /// A context for `device`, a Burn wgpu device, on the wgpu device and queue Burn opened it with
+    /// (`Device::wgpu_options().init_with_setup()` returns them). Builds the codec, the arena and the F32
+    /// and F16 fused kernels now, so a step builds no pipeline. More devices: [`BitSparse::add_device`].
+    pub fn new(device: &Device, wgpu_device: &wgpu::Device, queue: &wgpu::Queue, config: BitSparseConfig) -> Result<Self> {
+        let ctx = BitSparse { devices: Arc::new(Mutex::new(Vec::new())), config };
+        ctx.add_device(device, wgpu_device, queue)?;
+        Ok(ctx)
+    }
+
+    /// Adds another Burn wgpu device (data-parallel training), with its own codec and arena.
+    pub fn add_device(&self, device: &Device, wgpu_device: &wgpu::Device, queue: &wgpu::Queue) -> Result<()> {
+        let cube = cube_device(device)?;
+        if self.lookup(&cube).is_ok() {
+            return Err(Error::Unsupported(format!("{cube:?} already has a BitSparse context")));
+        }
+        let codec = Codec::new(wgpu_device)?;
+        let arena = make_arena(&codec, &self.config, self.config.arena_bytes)?;
+        arena.prepare_fused(DType::F32)?;
+        // F16 needs SHADER_F16; a device without it reports that when F16 is used.
+        let _ = arena.prepare_fused(DType::F16);
+        let ctx = DeviceCtx {
+            cube,
+            device: wgpu_device.clone(),
+            queue: queue.clone(),
+            codec,
+            arena: Mutex::new(arena),
+            config: self.config,
+            state: Mutex::new(StepState::default()),
+        };
+        self.devices.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::new(ctx));
+        Ok(())
+    }
+
+    /// The state of the device a tensor lives on.
+    pub(crate) fn lookup(&self, cube: &CubeDevice) -> Result<Arc<DeviceCtx>> {
+        let devices = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+        devices.iter().find(|d| d.cube == *cube).cloned().ok_or_else(|| {
+            Error::Unsupported(format!("{cube:?} has no BitSparse context (BitSparse::add_device registers one)"))
+        })
+    }
+
+    /// An op's error where it cannot be tied to a device: every device's step fails.
+    pub(crate) fn fail_all(&self, e: Error) {
+        for d in self.devices.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            d.fail(e.clone());
+        }
+    }
+
+    fn of(&self, device: &Device) -> Result<Arc<DeviceCtx>> {
+        self.lookup(&cube_device(device)?)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> BitSparseConfig {
+        self.config
+    }
+
+    /// The codec of `device` (its path: subgroup or portable).
+    pub fn codec(&self, device: &Device) -> Result<Codec> {
+        Ok(self.of(device)?.codec.clone())
+    }
+
+    /// The capacity of `device`'s arena now.
+    pub fn arena_capacity_bytes(&self, device: &Device) -> Result<u64> {
+        Ok(self.of(device)?.arena().capacity_bytes())
+    }
+
+    /// Starts a step on `device`: releases every compressed tensor of its previous step and clears its
+    /// failure bits (recorded and submitted on the shared queue, no wait). Slots still held by a graph
+    /// that was never run backward become invalid.
+    pub fn begin_step(&self, device: &Device) -> Result<()> {
+        let d = self.of(device)?;
+        let arena = d.arena();
+        let mut enc = d
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.burn.begin_step") });
         arena.reset(&mut enc);
-        sync::enqueue(&self.inner.queue, [enc.finish()]);
-        let mut st = self.state();
+        sync::enqueue(&d.queue, [enc.finish()]);
+        let mut st = d.state();
         st.error = None;
         st.tensors = 0;
         st.dense_bytes = 0;
+        Ok(())
     }
 
-    /// Ends a step between the backward and the optimizer step: flushes Burn's pending work on
-    /// `device` (so every op of the step has run), reads the arena's status once (the step's one
-    /// counted host synchronisation: it waits for the step's GPU work, as reading the loss would), and
-    /// returns the step's use, or the first error: [`Error::ArenaOverflow`] when a compressed tensor
-    /// did not fit — that step's gradients are wrong and must not be applied; [`BitSparse::grow`],
-    /// then re-run the step.
-    pub fn finish_step(&self, device: &burn::tensor::Device) -> Result<StepReport> {
+    /// Ends a step on `device` between the backward and the optimizer step: flushes Burn's pending work
+    /// (so every op of the step has run), reads the arena's status once (the step's one counted host
+    /// synchronisation: it waits for the step's GPU work, as reading the loss would), and returns the
+    /// step's use, or the first error: [`Error::ArenaOverflow`] when a compressed tensor did not fit —
+    /// that step's gradients are wrong and must not be applied; [`BitSparse::grow`], then re-run the step.
+    pub fn finish_step(&self, device: &Device) -> Result<StepReport> {
+        let d = self.of(device)?;
         device.flush().map_err(|e| Error::Burn(format!("flushing the device: {e:?}")))?;
-        let status = self.arena().read_status(&self.inner.queue)?;
-        let mut st = self.state();
+        let status = d.arena().read_status(&d.queue)?;
+        let mut st = d.state();
         st.sizer.observe(&status);
         if let Some(e) = st.error.take() {
             return Err(e);
         }
-        check(&status)?;
+        status.check()?;
         Ok(StepReport {
             used_bytes: status.used_bytes,
             capacity_bytes: status.capacity_bytes,
@@ -196,22 +235,24 @@ impl BitSparse {
         })
     }
 
-    /// Replaces the arena by one of the capacity [`ArenaSizer`] recommends from what the steps so far
-    /// used (at least double after an overflow); returns the new capacity. Call between steps.
-    pub fn grow(&self) -> Result<u64> {
-        let want = self.state().sizer.recommended_bytes();
-        let limits = self.inner.device.limits();
+    /// Replaces `device`'s arena by one of the capacity [`ArenaSizer`] recommends from what its steps so
+    /// far used (at least double after an overflow); returns the new capacity. Call between steps.
+    pub fn grow(&self, device: &Device) -> Result<u64> {
+        let d = self.of(device)?;
+        let want = d.state().sizer.recommended_bytes();
+        let limits = d.device.limits();
         let max = (limits.max_storage_buffer_binding_size.min(limits.max_buffer_size) / 16) * 16;
-        let mut arena = self.arena();
+        let mut arena = d.arena();
         let bytes = want.min(max).max(arena.capacity_bytes());
         if bytes == arena.capacity_bytes() {
             return Err(Error::ArenaAtLimit { capacity: bytes });
         }
-        *arena = Self::make_arena(&self.inner.codec, &self.inner.config, bytes)?;
+        *arena = make_arena(&d.codec, &d.config, bytes)?;
         Ok(bytes)
     }
 }
 
-fn check(status: &ArenaStatus) -> Result<()> {
-    status.check().map_err(Error::from)
+fn make_arena(codec: &Codec, config: &BitSparseConfig, bytes: u64) -> Result<Arena> {
+    let cfg = ArenaConfig { capacity_bytes: bytes, max_slots: config.max_slots, max_gates: 1 };
+    Ok(Arena::new(codec, cfg)?)
 }

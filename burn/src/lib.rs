@@ -13,10 +13,10 @@
 //! // Burn opens the device; BitSparse borrows its handles.
 //! let (device, setup) = Device::wgpu_options().init_with_setup().unwrap();
 //! let device = device.autodiff();
-//! let ctx = BitSparse::new(&setup.device, &setup.queue, BitSparseConfig::default()).unwrap();
+//! let ctx = BitSparse::new(&device, &setup.device, &setup.queue, BitSparseConfig::default()).unwrap();
 //! let mlp = BitSparseMlpConfig::new(768, 3072).init(&device, &ctx);
 //!
-//! ctx.begin_step();
+//! ctx.begin_step(&device).unwrap();
 //! let x = Tensor::<3>::ones([4, 256, 768], &device);
 //! let loss = mlp.forward(x).sum();
 //! let grads = loss.backward();

@@ -26,7 +26,7 @@ use burn_cubecl::cubecl::wgpu::{AutoCompiler, WgpuResource, WgpuServer};
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::CubeBackend;
 
-use crate::context::BitSparse;
+use crate::context::{BitSparse, DeviceCtx};
 use crate::error::{Error, Result};
 
 /// What the forward leaves for the backward: the context, the activation, and the arena slot the
@@ -163,7 +163,7 @@ impl Pinned {
 
 impl Stash {
     /// Records and submits the fused forward (after Burn's pending work, on the shared queue).
-    fn forward(&self, h: &CubeTensor, a: &CubeTensor) -> Result<()> {
+    fn forward(&self, ctx: &DeviceCtx, h: &CubeTensor, a: &CubeTensor) -> Result<()> {
         let dtype = dtype_of(h)?;
         let n = h.meta.shape().num_elements() as u64;
         if n == 0 {
@@ -173,11 +173,10 @@ impl Stash {
         let bytes = n * dtype.bytes();
         h.client.flush().map_err(|e| Error::Burn(format!("{e:?}")))?;
         let (hp, ap) = (Pinned::of(h)?, Pinned::of(a)?);
-        let ctx = &self.ctx.inner;
         let mut enc =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.burn.forward") });
         let options = Options { sign_pack: ctx.config.sign_pack };
-        let slot = self.ctx.arena().fused_forward_dtype(
+        let slot = ctx.arena().fused_forward_dtype(
             &mut enc,
             hp.range(bytes),
             dtype,
@@ -188,12 +187,12 @@ impl Stash {
         )?;
         sync::enqueue(&ctx.queue, [enc.finish()]);
         self.set(Some(slot));
-        self.ctx.count_push(bytes);
+        ctx.count_push(bytes);
         Ok(())
     }
 
     /// Records and submits the fused backward: dz and a from g and the stream.
-    fn backward(&self, g: &CubeTensor, dz: &CubeTensor, a: &CubeTensor) -> Result<()> {
+    fn backward(&self, ctx: &DeviceCtx, g: &CubeTensor, dz: &CubeTensor, a: &CubeTensor) -> Result<()> {
         let dtype = dtype_of(g)?;
         let n = g.meta.shape().num_elements() as u64;
         if n == 0 {
@@ -209,11 +208,10 @@ impl Stash {
         let bytes = n * dtype.bytes();
         g.client.flush().map_err(|e| Error::Burn(format!("{e:?}")))?;
         let (gp, dzp, ap) = (Pinned::of(g)?, Pinned::of(dz)?, Pinned::of(a)?);
-        let ctx = &self.ctx.inner;
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.burn.backward") });
-        self.ctx.arena().fused_backward(
+        ctx.arena().fused_backward(
             &mut enc,
             &slot,
             self.act,
@@ -230,19 +228,30 @@ impl BitSparseBackend for CubeBackend {
     fn bitsparse_act_forward(h: FloatTensor<Self>, stash: Stash) -> FloatTensor<Self> {
         let h = contiguous(h);
         let a = empty_like(&h);
-        if let Err(e) = stash.forward(&h, &a) {
-            stash.ctx.fail(e);
-        }
+        stash.on_device(&h, |ctx| stash.forward(ctx, &h, &a));
         a
     }
 
     fn bitsparse_act_backward(g: FloatTensor<Self>, stash: Stash) -> (FloatTensor<Self>, FloatTensor<Self>) {
         let g = contiguous(g);
         let (dz, a) = (empty_like(&g), empty_like(&g));
-        if let Err(e) = stash.backward(&g, &dz, &a) {
-            stash.ctx.fail(e);
-        }
+        stash.on_device(&g, |ctx| stash.backward(ctx, &g, &dz, &a));
         (dz, a)
+    }
+}
+
+impl Stash {
+    /// Runs `f` with the state of `t`'s device; an error fails that device's step (or every device's,
+    /// when `t`'s device has no state), to be reported by `finish_step`: Burn ops cannot return errors.
+    fn on_device(&self, t: &CubeTensor, f: impl FnOnce(&DeviceCtx) -> Result<()>) {
+        match self.ctx.lookup(&t.device) {
+            Ok(ctx) => {
+                if let Err(e) = f(&ctx) {
+                    ctx.fail(e);
+                }
+            }
+            Err(e) => self.ctx.fail_all(e),
+        }
     }
 }
 

@@ -27,7 +27,7 @@ fn shared() -> &'static Shared {
 
 fn context(arena_bytes: u64) -> BitSparse {
     let s = shared();
-    BitSparse::new(&s.wgpu.0, &s.wgpu.1, BitSparseConfig::with_arena_bytes(arena_bytes)).expect("context")
+    BitSparse::new(&s.device, &s.wgpu.0, &s.wgpu.1, BitSparseConfig::with_arena_bytes(arena_bytes)).expect("context")
 }
 
 const D: usize = 32;
@@ -82,7 +82,7 @@ struct StepBits {
 fn step(m: BitSparseMlp, x: &Tensor<2>, target: &Tensor<2>, ctx: Option<&BitSparse>) -> (BitSparseMlp, StepBits) {
     let x = x.clone().detach().require_grad();
     if let Some(ctx) = ctx {
-        ctx.begin_step();
+        ctx.begin_step(&x.device()).unwrap();
     }
     let y = m.forward(x.clone());
     let diff = y.clone() - target.clone();
@@ -174,14 +174,14 @@ fn no_host_sync_burn_f32() {
     let x = Tensor::<2>::random([4 * T, D], Distribution::Normal(0.0, 1.0), &device).require_grad();
     // Warm-up (Burn's autotune and first-use allocations happen here).
     for _ in 0..2 {
-        ctx.begin_step();
+        ctx.begin_step(&device).unwrap();
         let g = m.forward(x.clone()).sum().backward();
         ctx.finish_step(&device).unwrap();
         drop(g);
     }
     let before = sync::host_syncs();
     let enq = sync::enqueues();
-    ctx.begin_step();
+    ctx.begin_step(&device).unwrap();
     let loss = m.forward(x.clone()).sum();
     let grads = loss.backward();
     device.flush().unwrap();
@@ -210,7 +210,7 @@ fn arena_overflow_burn_f32() {
     let x = Tensor::<2>::random([5 * T, D], Distribution::Normal(0.0, 1.0), &device);
     let target = Tensor::<2>::zeros([5 * T, D], &device);
     // The failing step.
-    ctx.begin_step();
+    ctx.begin_step(&device).unwrap();
     let y = bs.forward(x.clone().require_grad());
     let grads = (y.clone() * y).mean().backward();
     match ctx.finish_step(&device) {
@@ -219,7 +219,7 @@ fn arena_overflow_burn_f32() {
     }
     drop(grads);
     // Recovery: grow, re-run the same step.
-    let grown = ctx.grow().expect("grow");
+    let grown = ctx.grow(&device).expect("grow");
     assert!(grown >= 2048, "grew to {grown}");
     let (_, sb) = step(bs, &x, &target, Some(&ctx));
     let (_, sd) = step(dense, &x, &target, None);
@@ -235,7 +235,7 @@ fn strided_inputs_burn_f32() {
     let base = Tensor::<2>::random([D, 6 * T], Distribution::Normal(0.0, 1.0), &device);
     let views = [base.clone().transpose(), base.clone().transpose().slice([T..4 * T, 0..D])];
     for (i, x) in views.into_iter().enumerate() {
-        ctx.begin_step();
+        ctx.begin_step(&device).unwrap();
         let yb = bs.forward(x.clone());
         let gb = yb.clone().sum().backward();
         ctx.finish_step(&device).unwrap();
@@ -253,7 +253,7 @@ fn inference_is_dense_burn_f32() {
     let ctx = context(1 << 20);
     let (bs, dense) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
     let x = Tensor::<2>::random([3 * T, D], Distribution::Normal(0.0, 1.0), &device);
-    ctx.begin_step();
+    ctx.begin_step(&device).unwrap();
     let (yb, yd) = (bs.forward(x.clone()), dense.forward(x));
     let report = ctx.finish_step(&device).unwrap();
     assert_eq!(bits(yb), bits(yd));
