@@ -112,6 +112,15 @@ fn store_tail_vec(q: u32, v: vec4<u32>, len: u32) {
 #include "lib/fp8.wgsl"
 const STORE_BITS: u32 = 8u;
 var<private> fp8_scale: u32;
+// The 16-bit lanes of a vec4 whose element bits (`valid_bits`, element i of the vec at bit i) are set.
+fn lane_mask16(bits: u32) -> vec4<u32> {
+    var m = vec4<u32>(0u);
+    for (var k = 0u; k < 4u; k++) {
+        m[k] = select(0u, 0xffffu, (bits & (1u << (2u * k))) != 0u)
+            | select(0u, 0xffff0000u, (bits & (2u << (2u * k))) != 0u);
+    }
+    return m;
+}
 var<workgroup> wg_amax: atomic<u32>;
 #if ARENA
 fn fp8_slot_scale() -> u32 { return atomicLoad(&ctrl[p.slot + SLOT_SCALE]); }
@@ -419,7 +428,12 @@ fn compress(
         }
 #endif
 #if FP8_STORE
-        amax = max(amax, amax_vec(x));
+        // Only the tensor's elements count: a partial tile's last word may hold one past its end.
+        var xa = x;
+        if tile >= p.full_tiles {
+            xa &= lane_mask16(valid_bits(tile, q));
+        }
+        amax = max(amax, amax_vec(xa));
         // q is never negative (NaN -> 0x7f / 0x7e), so its lanes' bit 15 tested below stays clear.
         x = fp8_quant_vec(x, fp8_scale, p.fp8_fmt);
 #endif
