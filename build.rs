@@ -19,7 +19,12 @@ mod build_support;
 
 use build_support::{collect, validate};
 
-use std::{collections::BTreeMap, fmt::Write as _, fs, path::Path};
+use std::{
+    collections::{BTreeMap, HashMap},
+    fmt::Write as _,
+    fs,
+    path::Path,
+};
 
 fn main() {
     println!("cargo:rerun-if-changed=shaders");
@@ -34,22 +39,44 @@ fn main() {
     for name in files.keys().filter(|n| !n.starts_with("lib/")) {
         let conds = preprocess::conditions(name, &lookup);
         let mut by_mask = Vec::new();
+        // Masks whose defines do not change the composed text (a define tested only inside a block another
+        // define removes, e.g. ACT_F16 without FUSED_FWD) give the same module: validated once.
+        let mut seen: HashMap<String, Result<usize, String>> = HashMap::new();
         for mask in 0..(1u32 << conds.len()) {
             let defs: Vec<&str> =
                 conds.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, c)| c.as_str()).collect();
-            let reflected = preprocess::preprocess(name, &lookup, &defs)
-                .and_then(|src| validate(&src).and_then(|(module, info)| reflect(&module, &info)));
-            match reflected {
-                Err(e) => errors.push(format!("shaders/{name} with {defs:?}:\n{e}")),
+            let src = match preprocess::preprocess(name, &lookup, &defs) {
+                Ok(src) => src,
+                Err(e) => {
+                    errors.push(format!("shaders/{name} with {defs:?}:\n{e}"));
+                    continue;
+                }
+            };
+            if let Some(known) = seen.get(&src) {
+                match known {
+                    Ok(i) => by_mask.push(*i),
+                    Err(e) => errors.push(format!("shaders/{name} with {defs:?}:\n{e}")),
+                }
+                continue;
+            }
+            let reflected = validate(&src).and_then(|(module, info)| reflect(&module, &info));
+            let known = match reflected {
+                Err(e) => Err(e),
                 Ok(r) => {
-                    by_mask.push(tables.interface(r.interface));
+                    let i = tables.interface(r.interface);
+                    by_mask.push(i);
                     for (ty, layout) in r.uniforms {
                         if let Err(e) = tables.uniform(name, &ty, layout) {
                             errors.push(format!("shaders/{name} with {defs:?}: {e}"));
                         }
                     }
+                    Ok(i)
                 }
+            };
+            if let Err(e) = &known {
+                errors.push(format!("shaders/{name} with {defs:?}:\n{e}"));
             }
+            seen.insert(src, known);
         }
         tables.variants.push((name.clone(), conds, by_mask));
     }

@@ -54,8 +54,16 @@ override SPIN_LIMIT: u32 = 64u;
 const LOOKBACK_MAX: u32 = 8u;
 override LOOKBACK_PER_LANE: u32 = 1u;
 
+#if SHARED_IO
+// SHARED_IO: the caller's input ranges share a buffer with an output range (pooled tensors). wgpu refuses
+// a buffer bound read-only and read-write in one dispatch, so the inputs are declared read_write (and only
+// read); the ranges themselves never overlap (checked on the host).
+@group(0) @binding(0) var<storage, read_write> src4: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> src_tail: array<u32>;
+#else
 @group(0) @binding(0) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> src_tail: array<u32>;
+#endif
 @group(0) @binding(5) var<storage, read_write> scan: array<atomic<u32>>;
 @group(0) @binding(6) var<uniform> p: Params;
 

@@ -44,9 +44,18 @@ fn get_val(i: u32) -> u32 { return arena[base + i]; }
 // The largest `i` that `get_val` may read.
 fn val_limit() -> u32 { return arrayLength(&arena) - 1u - base; }
 #else
+#if SHARED_IO
+// SHARED_IO: the caller's input ranges share a buffer with an output range (pooled tensors). wgpu refuses
+// a buffer bound read-only and read-write in one dispatch, so the inputs are declared read_write (and only
+// read); the ranges themselves never overlap (checked on the host).
+@group(0) @binding(0) var<storage, read_write> head: array<u32>;
+@group(0) @binding(1) var<storage, read_write> mask_in: array<u32>;
+@group(0) @binding(2) var<storage, read_write> vals_in: array<u32>;
+#else
 @group(0) @binding(0) var<storage, read> head: array<u32>;
 @group(0) @binding(1) var<storage, read> mask_in: array<u32>;
 @group(0) @binding(2) var<storage, read> vals_in: array<u32>;
+#endif
 fn get_head(i: u32) -> u32 { return head[i]; }
 fn get_mask(i: u32) -> u32 { return mask_in[i]; }
 fn get_val(i: u32) -> u32 { return vals_in[i]; }
@@ -58,8 +67,15 @@ fn val_limit() -> u32 { return arrayLength(&vals_in) - 1u; }
 // Fused backward (BF16 only): `dst` receives dL/dz computed from the decoded r and g = dL/da, and
 // optionally `a4`/`a_tail` the dense activation a (r or r²) that the dW2 GEMM needs.
 #include "lib/act.wgsl"
+#if SHARED_IO
+// SHARED_IO: g shares a buffer with dL/dz or a (pooled tensors); wgpu refuses a buffer bound read-only
+// and read-write in one dispatch, so g is declared read_write (and only read).
+@group(0) @binding(7) var<storage, read_write> g4: array<vec4<u32>>;
+@group(0) @binding(8) var<storage, read_write> g_tail: array<u32>;
+#else
 @group(0) @binding(7) var<storage, read> g4: array<vec4<u32>>;
 @group(0) @binding(8) var<storage, read> g_tail: array<u32>;
+#endif
 @group(0) @binding(9) var<storage, read_write> a4: array<vec4<u32>>;
 @group(0) @binding(10) var<storage, read_write> a_tail: array<u32>;
 

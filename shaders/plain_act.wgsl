@@ -11,8 +11,16 @@ struct Params {
     _pad: u32,
 }
 
+#if SHARED_IO
+// SHARED_IO: an input shares a buffer with out0 (pooled tensors); wgpu refuses a buffer bound read-only
+// and read-write in one dispatch, so the inputs are declared read_write (and only read). The ranges never
+// overlap (checked on the host).
+@group(0) @binding(0) var<storage, read_write> in0: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> in1: array<vec4<u32>>;
+#else
 @group(0) @binding(0) var<storage, read> in0: array<vec4<u32>>;  // z (forward) or r (backward)
 @group(0) @binding(1) var<storage, read> in1: array<vec4<u32>>;  // g (backward only)
+#endif
 @group(0) @binding(2) var<storage, read_write> out0: array<vec4<u32>>; // a (forward) or dL/dz (backward)
 @group(0) @binding(3) var<uniform> p: Params;
 

@@ -251,6 +251,14 @@ impl Arena {
         })
     }
 
+    /// Builds now the kernels that [`Arena::fused_forward_dtype`] and [`Arena::fused_backward`] use for
+    /// `dtype` (BF16's are built with the arena; F16's and F32's on first use otherwise), so that a
+    /// training step does not build pipelines.
+    pub fn prepare_fused(&self, dtype: DType) -> Result<()> {
+        Self::fused_dtype(dtype)?;
+        self.codec.warm_fused_variants(dtype)
+    }
+
     /// The arena's storage buffer.
     pub fn buffer(&self) -> &wgpu::Buffer {
         &self.buffer
@@ -330,17 +338,22 @@ impl Arena {
             worst,
             ..Default::default()
         };
-        self.setup_pass(encoder, &self.setup.reserve, p);
         let target =
             Target::Arena { arena: &self.buffer, ctrl: &self.ctrl, slot_word: slot.word(), fused, fp8: slot.fp8 };
-        match self.codec.record_compress(encoder, input, &layout, target) {
+        // The ranges are checked (overlap included) before the reserve is recorded.
+        let recorded = self.codec.check_compress(&input, &layout, &target).and_then(|_| {
+            self.setup_pass(encoder, &self.setup.reserve, p);
+            self.codec.record_compress(encoder, input, &layout, target)
+        });
+        match recorded {
             Ok(placement) => {
                 slot.placement = placement;
                 Ok(slot)
             }
             Err(e) => {
-                // Nothing that depends on the slot was recorded: give it back. The reserve already
-                // recorded is harmless (the head only moves in a compress's finish).
+                // Nothing that depends on the slot was recorded: give it back. A reserve already
+                // recorded (a pipeline that failed to build) is harmless (the head only moves in a
+                // compress's finish).
                 let mut st = self.state();
                 st.live.retain(|&s| s != slot.id);
                 st.free.push(slot.id);
@@ -363,6 +376,10 @@ impl Arena {
 
     /// Fused forward: from the BF16 pre-activation `z`, writes the dense activation `a` (relu(z) or
     /// relu(z)²) to `a_out` and pushes the compressed r = relu(z), all in one pass over `z`.
+    ///
+    /// `z` and `a_out` may be ranges of one pool buffer (as Burn / CubeCL allocate tensors) if they do not
+    /// overlap (`Error::OverlappingRanges`: the kernel would read what it writes); neither may lie in the
+    /// arena's buffer.
     pub fn fused_forward(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -439,6 +456,9 @@ impl Arena {
     /// given, the dense a (r or r²) the dW₂ GEMM needs to `a_out`, all of the slot's dtype (BF16, F16 or
     /// F32; BF16 under FP8 storage). An invalid slot writes nothing. F32 and F16: t = g * r, dr = t + t,
     /// dL/dz = dr where r > 0, else +0, each rounded once in the dtype (docs/FUSED.md).
+    ///
+    /// `g`, `dz_out` and `a_out` may be ranges of one pool buffer if `dz_out` and `a_out` overlap neither
+    /// each other nor `g` (`Error::OverlappingRanges`); none may lie in the arena's buffer.
     pub fn fused_backward(
         &self,
         encoder: &mut wgpu::CommandEncoder,

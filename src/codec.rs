@@ -13,12 +13,14 @@ use crate::error::{Error, Result};
 use crate::format::{self, DType, Layout, Options, TILE};
 pub use crate::kernels::CodecPath;
 pub use crate::kernels::Staging;
-use crate::kernels::{Built, Elem, Fusion, Io, Kernels, Op, Storage};
+use crate::kernels::{Built, Elem, Fusion, Io, Kernels, Op, Sharing, Storage, Variant};
+use crate::overlap::{self, Use};
 
 /// A byte range of a buffer: what the codec reads or writes. The buffer needs `STORAGE` usage; `offset`
 /// must be a multiple of the device's `min_storage_buffer_offset_alignment`; the buffer must extend to
 /// the range's end rounded up to 4 bytes (kernels access whole 32-bit words and preserve bytes past the
-/// range's end).
+/// range's end). An operation's ranges may lie in one buffer (a pool) as long as no range it writes
+/// overlaps another of its ranges (`Error::OverlappingRanges`).
 #[derive(Copy, Clone, Debug)]
 pub struct BufferRange<'a> {
     /// The buffer.
@@ -275,6 +277,16 @@ impl Codec {
         Ok(())
     }
 
+    /// Builds the fused forward and backward kernels of `dtype` (and its plain arena ones) now.
+    pub(crate) fn warm_fused_variants(&self, dtype: DType) -> Result<()> {
+        let f16_math = dtype == DType::F16;
+        for (op, fusion) in [(Op::Compress, Fusion::Forward), (Op::Decompress, Fusion::Backward)] {
+            self.kernels(op, elem(dtype), Io::Arena, Fusion::None, Storage::Native, false)?;
+            self.kernels(op, elem(dtype), Io::Arena, fusion, Storage::Native, f16_math)?;
+        }
+        Ok(())
+    }
+
     /// The kernels of one variant, built on first use.
     fn kernels(
         &self,
@@ -287,6 +299,13 @@ impl Codec {
     ) -> Result<Arc<Built>> {
         let k = &self.inner.kernels;
         k.get(k.variant(op, elem, io, fusion, storage, f16_math)?)
+    }
+
+    /// The kernels of `v` with `sharing`: a [`Sharing::Shared`] variant (inputs bound `read_write`, for
+    /// inputs in an output's buffer) is built on its first use, never by the warm-ups.
+    fn shared_kernels(&self, v: Variant, sharing: Sharing) -> Result<Arc<Built>> {
+        let v = v.with_sharing(sharing).map_err(|e| Error::InvalidArgument(format!("codec kernel: {e}")))?;
+        self.inner.kernels.get(v)
     }
 
     /// The path the kernels use.
@@ -378,6 +397,9 @@ impl Codec {
     /// Records the compression of `n` elements of `dtype` read from `input` into the stream range
     /// `output` (at least [`Codec::output_capacity`] bytes). Nothing is submitted.
     ///
+    /// `input` and `output` may be ranges of one buffer (pooled tensors) that do not overlap; overlapping
+    /// ones are `Error::OverlappingRanges`, since the kernel would read what it writes.
+    ///
     /// Errors the GPU finds (a sign bit set under sign packing) are written to the stream's header
     /// status word; [`crate::host::read_header`] or a decompress (which then writes nothing) surface them.
     pub fn compress(
@@ -398,9 +420,6 @@ impl Codec {
                 got: output.size,
             });
         }
-        if input.buffer == output.buffer {
-            return Err(Error::InvalidArgument("compress input and output must be in different buffers".into()));
-        }
         let placement = self.record_compress(encoder, input, &layout, Target::Plain(output))?;
         Ok(Compressed { layout, buffer: output.buffer.clone(), offset: output.offset, size: output.size, placement })
     }
@@ -413,13 +432,14 @@ impl Codec {
         layout: &Layout,
         target: Target<'_>,
     ) -> Result<Placement> {
-        let dtype = self.check_compress(&input, layout, &target)?;
+        let (dtype, sharing) = self.check_compress(&input, layout, &target)?;
         let chunk_tiles = self.chunk_tiles(dtype);
         let chunks = Self::chunks(layout, chunk_tiles);
         let placement = if chunks.len() > 1 { Placement::Chunked { chunk_tiles } } else { Placement::Compact };
         let (io, fusion, storage) = target.kind();
         let f16_math = fusion != Fusion::None && dtype == DType::F16;
-        let k = self.kernels(Op::Compress, elem(dtype), io, fusion, storage, f16_math)?;
+        let v = self.inner.kernels.variant(Op::Compress, elem(dtype), io, fusion, storage, f16_math)?;
+        let k = self.shared_kernels(v, sharing)?;
         let scan = self.scan_buffer(SCAN_HEAD_WORDS + chunk_tiles.min(layout.tiles.max(1)));
         let base = CompressParams {
             sign_pack: layout.options.sign_pack as u32,
@@ -450,8 +470,14 @@ impl Codec {
     }
 
     /// Checks a compress's ranges; returns the dense element type (BF16 under FP8 storage, whose stream
-    /// holds e4m3/e5m2 codes).
-    fn check_compress(&self, input: &BufferRange<'_>, layout: &Layout, target: &Target<'_>) -> Result<DType> {
+    /// holds e4m3/e5m2 codes) and whether the input shares a buffer with an output. Records nothing (the
+    /// arena calls it before its `reserve`).
+    pub(crate) fn check_compress(
+        &self,
+        input: &BufferRange<'_>,
+        layout: &Layout,
+        target: &Target<'_>,
+    ) -> Result<(DType, Sharing)> {
         let dtype = if target.fp8().is_some() { DType::Bf16 } else { layout.dtype };
         let dense_bytes = layout.n * dtype.bytes();
         if target.fp8().is_some() && target.act().is_none() {
@@ -475,7 +501,13 @@ impl Codec {
                 return Err(Error::InvalidArgument("the input must not live in the arena buffer".into()));
             }
         }
-        Ok(dtype)
+        let output = match target {
+            Target::Plain(output) => Some(Use::write("compress output", output)),
+            Target::Arena { fused: Some((_, a)), .. } => Some(Use::write("fused forward output", a)),
+            Target::Arena { .. } => None,
+        };
+        let uses: Vec<_> = [Some(Use::read("compress input", input)), output].into_iter().flatten().collect();
+        Ok((dtype, overlap::check(&uses)?))
     }
 
     /// The bindings (all but `scan` and the stream's, [`Codec::stream_bindings`]) and the uniform of
@@ -609,6 +641,9 @@ impl Codec {
 
     /// Records the decompression of `compressed` into the dense range `output` (exactly the tensor's
     /// dense bytes). Nothing is submitted. A stream whose header has status bits set is left unwritten.
+    ///
+    /// The stream's range (`compressed.offset`, `compressed.size`) and `output` may lie in one buffer
+    /// (pooled tensors) if they do not overlap; overlapping ones are `Error::OverlappingRanges`.
     pub fn decompress(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -647,7 +682,7 @@ impl Codec {
         // Under FP8 storage the fused backward's dense operands are BF16 while the stream is e4m3/e5m2.
         let fp8 = fused.as_ref().and_then(|f| f.fp8);
         let dense = if fp8.is_some() { DType::Bf16 } else { layout.dtype };
-        self.check_decompress(&source, layout, dense, &output, fused.as_ref())?;
+        let sharing = self.check_decompress(&source, layout, dense, &output, fused.as_ref())?;
         if layout.tiles == 0 {
             return Ok(());
         }
@@ -655,7 +690,8 @@ impl Codec {
         let fusion = if fused.is_some() { Fusion::Backward } else { Fusion::None };
         let storage = if fp8.is_some() { Storage::Fp8 } else { Storage::Native };
         let f16_math = fusion != Fusion::None && dense == DType::F16;
-        let k = self.kernels(Op::Decompress, elem(dense), source.io(), fusion, storage, f16_math)?;
+        let v = self.inner.kernels.variant(Op::Decompress, elem(dense), source.io(), fusion, storage, f16_math)?;
+        let k = self.shared_kernels(v, sharing)?;
         let base = DecompressParams {
             sign_pack: layout.options.sign_pack as u32,
             slot: source.slot_word(),
@@ -674,7 +710,8 @@ impl Codec {
         Ok(())
     }
 
-    /// Checks a decompress's ranges; `dense` is the dense element type.
+    /// Checks a decompress's ranges; `dense` is the dense element type. Returns whether an input (the
+    /// stream, or g) shares a buffer with an output. Records nothing.
     fn check_decompress(
         &self,
         source: &Source<'_>,
@@ -682,7 +719,7 @@ impl Codec {
         dense: DType,
         output: &BufferRange<'_>,
         fused: Option<&FusedBackward<'_>>,
-    ) -> Result<()> {
+    ) -> Result<Sharing> {
         let dense_bytes = layout.n * dense.bytes();
         if output.size != dense_bytes {
             return Err(Error::InvalidArgument(format!(
@@ -691,15 +728,11 @@ impl Codec {
             )));
         }
         self.check_range("decompress output", output)?;
-        let src_buffer = match source {
-            Source::Plain(c) => &c.buffer,
-            Source::Arena { arena, .. } => *arena,
+        let (g, a_out) = match fused {
+            Some(f) => (Some(&f.g), f.a_out.as_ref()),
+            None => (None, None),
         };
-        if src_buffer == output.buffer {
-            return Err(Error::InvalidArgument("decompress input and output must be in different buffers".into()));
-        }
-        let Some(f) = fused else { return Ok(()) };
-        for (what, r) in [("fused backward gradient", Some(&f.g)), ("fused backward activation", f.a_out.as_ref())] {
+        for (what, r) in [("fused backward gradient", g), ("fused backward activation", a_out)] {
             if let Some(r) = r {
                 self.check_range(what, r)?;
                 if r.size != dense_bytes {
@@ -709,7 +742,26 @@ impl Codec {
                 }
             }
         }
-        Ok(())
+        let mut uses = Vec::with_capacity(4);
+        match source {
+            Source::Plain(c) => uses.push(Use {
+                what: "compressed stream",
+                buffer: &c.buffer,
+                offset: c.offset,
+                size: c.size,
+                writes: false,
+            }),
+            Source::Arena { arena, .. } => {
+                if [Some(output), g, a_out].into_iter().flatten().any(|r| r.buffer == *arena) {
+                    return Err(Error::InvalidArgument("inputs and outputs must not live in the arena buffer".into()));
+                }
+            }
+        }
+        let out_name = if fused.is_some() { "fused backward dL/dz" } else { "decompress output" };
+        uses.extend(g.map(|g| Use::read("fused backward gradient", g)));
+        uses.push(Use::write(out_name, output));
+        uses.extend(a_out.map(|a| Use::write("fused backward activation", a)));
+        overlap::check(&uses)
     }
 
     /// Value words of the stream's values section a decompress may read.

@@ -5,11 +5,16 @@
 //! The fused kernels live on the [`crate::arena::Arena`] (`fused_forward`, `fused_backward`), since
 //! what they compress or rebuild is an arena slot.
 
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+
 pub use crate::activation::Activation;
 use crate::codec::BufferRange;
 use crate::dispatch::{begin_pass, Kernel, KernelDispatch, Program, Trust};
 use crate::error::{Error, Result};
 use crate::format::DType;
+use crate::kernels::Sharing;
+use crate::overlap::{self, Use};
 
 crate::shader_params! {
     /// The uniform of `plain_act.wgsl`.
@@ -23,29 +28,41 @@ crate::shader_params! {
     }
 }
 
+/// The `(forward, backward)` kernels of one dtype.
+type Pair = (Kernel, Kernel);
+
 /// The plain dense kernels for BF16, F16 and F32 (the math of `shaders/lib/act.wgsl` for each; ranges
 /// a multiple of 16 bytes: element counts a multiple of 8, or of 4 for F32).
 #[derive(Debug, Clone)]
 pub struct DenseAct {
     device: wgpu::Device,
     /// `(forward, backward)` of BF16, F16, F32.
-    kernels: [(Kernel, Kernel); 3],
+    kernels: [Pair; 3],
+    /// The same with `SHARED_IO` (an input in the output's buffer: inputs bound `read_write`), built on
+    /// first use.
+    shared: Arc<Mutex<[Option<Pair>; 3]>>,
     dummy: wgpu::Buffer,
     max_wg: u32,
 }
 
+/// The defines of BF16's, F16's and F32's kernels.
+const DEFINES: [&[&str]; 3] = [&[], &["ACT_F16"], &["BITS32"]];
+
+/// Builds the `(forward, backward)` kernels of `plain_act.wgsl` with `defines`.
+fn build(device: &wgpu::Device, defines: &[&str]) -> Result<Pair> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let program = Program::new(device, "plain_act.wgsl", defines, Trust::Checked);
+    let kernels = (program.kernel(device, "forward", &[]), program.kernel(device, "backward", &[]));
+    if let Some(e) = pollster::block_on(scope.pop()) {
+        return Err(Error::Wgpu(format!("building the dense activation pipelines {defines:?} failed: {e}")));
+    }
+    Ok(kernels)
+}
+
 impl DenseAct {
-    /// Builds the pipelines.
+    /// Builds the pipelines (those for an input in the output's buffer on first use).
     pub fn new(device: &wgpu::Device) -> Result<DenseAct> {
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let build = |defines: &[&str]| {
-            let program = Program::new(device, "plain_act.wgsl", defines, Trust::Checked);
-            (program.kernel(device, "forward", &[]), program.kernel(device, "backward", &[]))
-        };
-        let kernels = [build(&[]), build(&["ACT_F16"]), build(&["BITS32"])];
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Wgpu(format!("building the dense activation pipelines failed: {e}")));
-        }
+        let kernels = [build(device, DEFINES[0])?, build(device, DEFINES[1])?, build(device, DEFINES[2])?];
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("bitsparse.plain_act.dummy"),
             size: 16,
@@ -53,7 +70,7 @@ impl DenseAct {
             mapped_at_creation: false,
         });
         let max_wg = device.limits().max_compute_workgroups_per_dimension;
-        Ok(DenseAct { device: device.clone(), kernels, dummy, max_wg })
+        Ok(DenseAct { device: device.clone(), kernels, shared: Arc::default(), dummy, max_wg })
     }
 
     fn check(r: &BufferRange<'_>, bytes: u64) -> Result<()> {
@@ -65,16 +82,29 @@ impl DenseAct {
         Ok(())
     }
 
-    /// The `(forward, backward)` kernels of `dtype`; FP8 is a typed error.
-    fn kernels(&self, dtype: DType) -> Result<&(Kernel, Kernel)> {
+    /// The index of `dtype`'s kernels; FP8 is a typed error.
+    fn index(dtype: DType) -> Result<usize> {
         match dtype {
-            DType::Bf16 => Ok(&self.kernels[0]),
-            DType::F16 => Ok(&self.kernels[1]),
-            DType::F32 => Ok(&self.kernels[2]),
+            DType::Bf16 => Ok(0),
+            DType::F16 => Ok(1),
+            DType::F32 => Ok(2),
             _ => {
                 Err(Error::InvalidArgument(format!("the dense activation kernels take BF16, F16 or F32, not {dtype}")))
             }
         }
+    }
+
+    /// The `(forward, backward)` kernels of index `i` for `sharing` (a shared pair is built on first use).
+    fn kernels(&self, i: usize, sharing: Sharing) -> Result<Cow<'_, Pair>> {
+        if sharing == Sharing::Separate {
+            return Ok(Cow::Borrowed(&self.kernels[i]));
+        }
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if shared[i].is_none() {
+            let defines: Vec<&str> = DEFINES[i].iter().copied().chain(["SHARED_IO"]).collect();
+            shared[i] = Some(build(&self.device, &defines)?);
+        }
+        Ok(Cow::Owned(shared[i].clone().expect("built above")))
     }
 
     /// Records `kernel` over `bytes` bytes (one vec4 per thread): `in0`, `in1` (the dummy when not
@@ -131,7 +161,8 @@ impl DenseAct {
     }
 
     /// a = act(relu(z)) for `n` elements of `dtype` (BF16, F16 or F32; FP8 is `Error::InvalidArgument`).
-    /// F32 and F16: a = r * r rounded once (docs/FUSED.md).
+    /// F32 and F16: a = r * r rounded once (docs/FUSED.md). `z` and `a` may be ranges of one pool buffer
+    /// that do not overlap (`Error::OverlappingRanges`: the kernel would read what it writes).
     pub fn forward_dtype(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -141,15 +172,18 @@ impl DenseAct {
         n: u64,
         act: Activation,
     ) -> Result<()> {
-        let (forward, _) = self.kernels(dtype)?;
+        let i = Self::index(dtype)?;
         let bytes = n * dtype.bytes();
         Self::check(&z, bytes)?;
         Self::check(&a, bytes)?;
-        self.run(encoder, forward, bytes, act, [Some(z), None, Some(a)])
+        let sharing = overlap::check(&[Use::read("dense forward z", &z), Use::write("dense forward a", &a)])?;
+        let kernels = self.kernels(i, sharing)?;
+        self.run(encoder, &kernels.0, bytes, act, [Some(z), None, Some(a)])
     }
 
     /// dL/dz from r = relu(z) and g = dL/da for `n` elements of `dtype` (BF16, F16 or F32). F32 and
-    /// F16: t = g * r, dr = t + t, dL/dz = dr where r > 0, else +0 (docs/FUSED.md).
+    /// F16: t = g * r, dr = t + t, dL/dz = dr where r > 0, else +0 (docs/FUSED.md). `r`, `g` and `dz` may be
+    /// ranges of one pool buffer if `dz` overlaps neither input (`Error::OverlappingRanges`).
     #[allow(clippy::too_many_arguments)] // backward's arguments plus the dtype
     pub fn backward_dtype(
         &self,
@@ -161,11 +195,18 @@ impl DenseAct {
         n: u64,
         act: Activation,
     ) -> Result<()> {
-        let (_, backward) = self.kernels(dtype)?;
+        let i = Self::index(dtype)?;
         let bytes = n * dtype.bytes();
         Self::check(&r, bytes)?;
         Self::check(&g, bytes)?;
         Self::check(&dz, bytes)?;
-        self.run(encoder, backward, bytes, act, [Some(r), Some(g), Some(dz)])
+        let uses = [
+            Use::read("dense backward r", &r),
+            Use::read("dense backward g", &g),
+            Use::write("dense backward dL/dz", &dz),
+        ];
+        let sharing = overlap::check(&uses)?;
+        let kernels = self.kernels(i, sharing)?;
+        self.run(encoder, &kernels.1, bytes, act, [Some(r), Some(g), Some(dz)])
     }
 }

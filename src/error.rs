@@ -40,6 +40,16 @@ pub enum Error {
         /// The buffer's size in bytes.
         buffer_size: u64,
     },
+    /// Two ranges of one operation overlap in one buffer where one of them is written (an input and an
+    /// output, or two outputs). Ranges may share a buffer (pooled tensors), not bytes: a kernel reading
+    /// what another workgroup writes would race. Returned before anything is recorded.
+    #[error("{a} and {b} overlap in one buffer (ranges may share a buffer, not bytes)")]
+    OverlappingRanges {
+        /// The first range (the argument's name).
+        a: &'static str,
+        /// The second range.
+        b: &'static str,
+    },
     /// A buffer lacks a usage flag the operation needs.
     #[error("{what}: buffer lacks usage {usage}")]
     MissingUsage {

@@ -2,12 +2,13 @@
 //! the shaders' reflected interfaces ([`crate::dispatch::Program`]).
 //!
 //! A [`Variant`] is a typed description of one kernel ([`Op`], [`Elem`], [`Io`], [`Fusion`], [`Storage`],
-//! [`Stage`]); invalid combinations are refused ([`VariantError`]). It is chosen textually (see
+//! [`Stage`], [`Sharing`]); invalid combinations are refused ([`VariantError`]). It is chosen textually (see
 //! [`crate::shaders`]): `BITS8` for 8-bit element types, `SUBGROUP` for the fast path where the device has
 //! `Features::SUBGROUP`, `ARENA` for streams inside the GPU arena (their position is known only on the
 //! GPU), `FUSED_FWD` / `FUSED_BWD` for the fused activation kernels (BF16 math on 16-bit elements, F16
 //! math with `ACT_F16`, F32 math with `BITS32`), `FP8_STORE` (with one of them) for FP8 storage of their
-//! BF16 activation, `STAGE16` for compress's `u16` staging.
+//! BF16 activation, `STAGE16` for compress's `u16` staging, `SHARED_IO` for caller inputs that share a
+//! buffer with an output (declared `read_write`, [`Sharing`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -183,6 +184,20 @@ pub enum Stage {
     Halves,
 }
 
+/// Whether the caller's input ranges may lie in the buffer of an output range (`SHARED_IO`). wgpu refuses
+/// a buffer bound read-only and read-write in one dispatch, and a `var<storage, read>` needs a read-only
+/// layout entry, so such inputs need a variant that declares them `read_write` (and only reads them). The
+/// codec picks [`Sharing::Shared`] only when an input buffer is an output buffer, so the usual path keeps
+/// its read-only inputs; shared variants are built on first use.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Sharing {
+    /// Inputs in buffers of their own (bound read-only).
+    #[default]
+    Separate,
+    /// An input in an output's buffer (inputs bound `read_write`).
+    Shared,
+}
+
 /// A combination [`Variant::new`] refuses.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum VariantError {
@@ -207,6 +222,10 @@ pub enum VariantError {
     /// `u16` staging of 32-bit elements, whose values do not fit a `u16` slot.
     #[error("u16 staging cannot hold 32-bit values")]
     StagingNeedsNarrow,
+    /// Shared inputs on a kernel whose only caller range is one input or one output (an unfused arena
+    /// push or decompress: the arena is never a caller's buffer).
+    #[error("shared input and output buffers need a kernel with a caller input and a caller output")]
+    SharingNeedsCallerIo,
 }
 
 /// Which codec kernel: a valid combination of the choices above (see [`Variant::new`]).
@@ -220,6 +239,8 @@ pub struct Variant {
     stage: Stage,
     /// The fused math is F16's (`ACT_F16`) rather than BF16's (16-bit elements only).
     f16_math: bool,
+    /// Whether inputs may share an output's buffer (`SHARED_IO`).
+    sharing: Sharing,
 }
 
 impl Variant {
@@ -243,7 +264,7 @@ impl Variant {
         if storage == Storage::Fp8 && fusion == Fusion::None {
             return Err(VariantError::Fp8NeedsFusion);
         }
-        Ok(Variant { op, elem, io, fusion, storage, stage: Stage::Words, f16_math: false })
+        Ok(Variant { op, elem, io, fusion, storage, stage: Stage::Words, f16_math: false, sharing: Sharing::Separate })
     }
 
     /// The same fused variant with F16 math (`ACT_F16`) instead of BF16's: 16-bit elements, native
@@ -269,6 +290,20 @@ impl Variant {
             return Err(VariantError::StagingNeedsNarrow);
         }
         Ok(Variant { stage, ..self })
+    }
+
+    /// The same variant with `sharing`; [`Sharing::Shared`] needs a caller input and a caller output
+    /// (a plain compress or decompress, or a fused kernel).
+    pub fn with_sharing(self, sharing: Sharing) -> std::result::Result<Variant, VariantError> {
+        if sharing == Sharing::Shared && self.io == Io::Arena && self.fusion == Fusion::None {
+            return Err(VariantError::SharingNeedsCallerIo);
+        }
+        Ok(Variant { sharing, ..self })
+    }
+
+    /// Whether inputs may share an output's buffer.
+    pub fn sharing(&self) -> Sharing {
+        self.sharing
     }
 
     /// Compress or decompress.
@@ -316,6 +351,7 @@ impl Variant {
             (self.storage == Storage::Fp8, "FP8_STORE"),
             (self.stage == Stage::Halves, "STAGE16"),
             (self.f16_math, "ACT_F16"),
+            (self.sharing == Sharing::Shared, "SHARED_IO"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -503,6 +539,23 @@ mod tests {
         let v = Variant::new(Decompress, Bits16, Arena, Backward, Native).unwrap();
         assert_eq!(v.defines(CodecPath::Portable), ["ARENA", "FUSED_BWD"]);
         assert_eq!(v.shader(), ("decompress.wgsl", "decompress"));
+    }
+
+    #[test]
+    fn shared_io_variants() {
+        use {Elem::*, Fusion::*, Io::*, Op::*, Storage::*};
+        let plain = Variant::new(Compress, Bits16, Buffer, Fusion::None, Native).unwrap();
+        assert_eq!(plain.sharing(), Sharing::Separate);
+        let s = plain.with_stage(Stage::Halves).unwrap().with_sharing(Sharing::Shared).unwrap();
+        assert_eq!(s.defines(CodecPath::Subgroup), ["SUBGROUP", "STAGE16", "SHARED_IO"]);
+        assert_ne!(s, plain.with_stage(Stage::Halves).unwrap(), "a shared variant is cached apart");
+        let f = Variant::new(Decompress, Bits16, Arena, Backward, Fp8).unwrap().with_sharing(Sharing::Shared).unwrap();
+        assert_eq!(f.defines(CodecPath::Portable), ["ARENA", "FUSED_BWD", "FP8_STORE", "SHARED_IO"]);
+        for op in [Compress, Decompress] {
+            let v = Variant::new(op, Bits8, Arena, Fusion::None, Native).unwrap();
+            assert_eq!(v.with_sharing(Sharing::Shared), Err(VariantError::SharingNeedsCallerIo));
+            assert_eq!(v.with_sharing(Sharing::Separate), Ok(v));
+        }
     }
 
     #[test]

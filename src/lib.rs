@@ -25,6 +25,7 @@ pub mod shaders;
 pub mod update;
 
 mod codec;
+mod overlap;
 
 pub use activation::Activation;
 pub use codec::{BufferRange, Codec, CodecConfig, CodecPath, Compressed, Placement, Staging};

@@ -22,6 +22,7 @@ mod golden_v1;
 mod gpu_codec;
 mod multi_device;
 mod no_host_sync;
+mod pooled;
 
 fn main() {
     let tests = [
@@ -37,6 +38,7 @@ fn main() {
         gpu_codec::tests(),
         multi_device::tests(),
         no_host_sync::tests(),
+        pooled::tests(),
     ];
     common::harness::main(tests.into_iter().flatten().collect())
 }
