@@ -283,6 +283,9 @@ impl Codec {
         for (op, fusion) in [(Op::Compress, Fusion::Forward), (Op::Decompress, Fusion::Backward)] {
             self.kernels(op, elem(dtype), Io::Arena, Fusion::None, Storage::Native, false)?;
             self.kernels(op, elem(dtype), Io::Arena, fusion, Storage::Native, f16_math)?;
+            // Pool allocators (Burn's) may put z and a, or g and dz, in one buffer: that variant too.
+            let v = self.inner.kernels.variant(op, elem(dtype), Io::Arena, fusion, Storage::Native, f16_math)?;
+            self.shared_kernels(v, Sharing::Shared)?;
         }
         Ok(())
     }

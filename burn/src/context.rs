@@ -129,7 +129,12 @@ impl BitSparse {
     /// A context for `device`, a Burn wgpu device, on the wgpu device and queue Burn opened it with
     /// (`Device::wgpu_options().init_with_setup()` returns them). Builds the codec, the arena and the F32
     /// and F16 fused kernels now, so a step builds no pipeline. More devices: [`BitSparse::add_device`].
-    pub fn new(device: &Device, wgpu_device: &wgpu::Device, queue: &wgpu::Queue, config: BitSparseConfig) -> Result<Self> {
+    pub fn new(
+        device: &Device,
+        wgpu_device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        config: BitSparseConfig,
+    ) -> Result<Self> {
         let ctx = BitSparse { devices: Arc::new(Mutex::new(Vec::new())), config };
         ctx.add_device(device, wgpu_device, queue)?;
         Ok(ctx)

@@ -5,7 +5,9 @@
 pub enum Error {
     /// A compressed activation did not fit the arena: this step's gradients are wrong. Grow the arena
     /// ([`crate::BitSparse::grow`]) and re-run the step.
-    #[error("the bitsparse arena overflowed ({needed} bytes needed, {capacity} available): grow it and re-run the step")]
+    #[error(
+        "the bitsparse arena overflowed ({needed} bytes needed, {capacity} available): grow it and re-run the step"
+    )]
     ArenaOverflow {
         /// Bytes the step needed (a lower bound when the overflow cut the step short).
         needed: u64,

@@ -49,9 +49,7 @@ impl BitSparseMlpConfig {
     /// `LinearConfig::new(..).with_bias(..).init(device)` would be (for another initialisation, build the
     /// `Linear`s and use [`BitSparseMlp::from_linears`]).
     pub fn init(&self, device: &Device, ctx: &BitSparse) -> BitSparseMlp {
-        let linear = |i, o| {
-            LinearConfig::new(i, o).with_bias(self.bias).init(device)
-        };
+        let linear = |i, o| LinearConfig::new(i, o).with_bias(self.bias).init(device);
         BitSparseMlp {
             fc1: linear(self.d_model, self.d_ff),
             fc2: linear(self.d_ff, self.d_model),

@@ -173,18 +173,12 @@ impl Stash {
         let bytes = n * dtype.bytes();
         h.client.flush().map_err(|e| Error::Burn(format!("{e:?}")))?;
         let (hp, ap) = (Pinned::of(h)?, Pinned::of(a)?);
-        let mut enc =
-            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.burn.forward") });
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.burn.forward") });
         let options = Options { sign_pack: ctx.config.sign_pack };
-        let slot = ctx.arena().fused_forward_dtype(
-            &mut enc,
-            hp.range(bytes),
-            dtype,
-            n,
-            self.act,
-            options,
-            ap.range(bytes),
-        )?;
+        let slot =
+            ctx.arena().fused_forward_dtype(&mut enc, hp.range(bytes), dtype, n, self.act, options, ap.range(bytes))?;
         sync::enqueue(&ctx.queue, [enc.finish()]);
         self.set(Some(slot));
         ctx.count_push(bytes);
@@ -326,7 +320,6 @@ impl<B: BitSparseBackend> Backward<B, 3> for MlpBackwardNoBias {
         mlp_backward::<B>([x, w1, w2, None, None], gy, ops.state, grads, checkpointer);
     }
 }
-
 
 impl<B: BitSparseBackend, C: CheckpointStrategy> BitSparseBackend for Autodiff<B, C> {
     fn bitsparse_act_forward(h: FloatTensor<Self>, stash: Stash) -> FloatTensor<Self> {
