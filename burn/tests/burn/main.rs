@@ -9,10 +9,11 @@
 #[path = "../../../tests/common/mod.rs"]
 mod common;
 
+mod devices;
 mod mlp;
 
 fn main() {
     // One at a time: shared device, process-wide counters, and lavapipe has 2 cores to give.
     std::env::set_var("RUST_TEST_THREADS", "1");
-    common::harness::main(mlp::tests())
+    common::harness::main(mlp::tests().into_iter().chain(devices::tests()).collect())
 }

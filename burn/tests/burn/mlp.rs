@@ -6,7 +6,7 @@ use bitsparse::host::sync;
 use bitsparse_burn::{BitSparse, BitSparseConfig, BitSparseMlp, Error, MlpActivation};
 use burn::module::Param;
 use burn::nn::Linear;
-use burn::optim::{GradientsParams, Optimizer, SgdConfig};
+use burn::optim::{GradientsParams, SgdConfig};
 use burn::tensor::{Device, Distribution, FloatDType, Tensor, TensorData};
 
 use crate::common::harness::{Test, VULKAN};
