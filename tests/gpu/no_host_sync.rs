@@ -180,13 +180,14 @@ fn no_host_sync_source_scan() {
     rust_files(&src_dir, &mut files);
     assert!(files.len() > 5, "found only {} .rs files under {}", files.len(), src_dir.display());
     // The other members' sources too (their tests excluded: tests may wait on the GPU as they like).
-    for member in ["cli/src", "files/src", "benches/src", "benches/codec.rs", "demos"] {
+    for member in ["cli/src", "files/src", "benches/src", "benches/codec.rs", "burn/src", "demos"] {
         let p = root.join(member);
         assert!(p.exists(), "{} is missing: is the scan's member list stale?", p.display());
         if p.is_dir() {
             let mut more = Vec::new();
             rust_files(&p, &mut more);
-            files.extend(more.into_iter().filter(|f| !f.starts_with(root.join("demos/tests"))));
+            let tests = [root.join("demos/tests"), root.join("demos/burn_gpt/tests")];
+            files.extend(more.into_iter().filter(|f| !tests.iter().any(|t| f.starts_with(t))));
         } else {
             files.push(p);
         }
