@@ -1,0 +1,361 @@
+//! The run: one device, one BitSparse context, one initial model, every mode trained on the same
+//! batches step by step (interleaved, so each step's comparison happens while both models are at hand),
+//! then the untimed memory measurements.
+
+use std::collections::BTreeMap;
+
+use bitsparse_burn::{BitSparse, BitSparseConfig};
+use burn::module::Module;
+use burn::tensor::Device;
+
+use crate::data::{Corpus, Sampler, CORPUS};
+use crate::model::{Gpt, GptShape};
+use crate::train::{MemoryMeasure, Mode, StepOutcome, Trainer};
+use crate::Args;
+
+/// Batch indices of the warm-up steps start here, away from the measured ones (0..steps).
+const WARMUP_BATCHES: u64 = 1 << 40;
+
+/// The wgpu adapter the run used.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AdapterInfo {
+    /// Adapter name.
+    pub name: String,
+    /// Graphics backend (vulkan, gl, ...).
+    pub backend: String,
+    /// Driver and its version.
+    pub driver: String,
+}
+
+/// Everything one mode produced.
+#[derive(Clone, Debug, Default)]
+pub struct ModeResult {
+    /// Loss of every measured step.
+    pub losses: Vec<f32>,
+    /// Wall clock of every measured step, ms.
+    pub step_ms: Vec<f64>,
+    /// The whole model's activation bytes (measuring step after training).
+    pub model_memory: Option<MemoryMeasure>,
+    /// Each MLP block alone.
+    pub mlp_memory: Vec<MemoryMeasure>,
+    /// Arena bytes used by the last measured step (BitSparse modes).
+    pub arena_used_bytes: Option<u64>,
+    /// Arena capacity after the run.
+    pub arena_capacity_bytes: Option<u64>,
+    /// Arena overflows (each grew the arena and re-ran its step).
+    pub overflows: u32,
+}
+
+impl ModeResult {
+    /// Median step time over the measured steps.
+    pub fn median_ms(&self) -> Option<f64> {
+        let mut v = self.step_ms.clone();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    }
+
+    /// Activation bytes per token of the whole model.
+    pub fn bytes_per_token(&self) -> Option<f64> {
+        self.model_memory.map(|m| m.per_token())
+    }
+
+    /// Activation bytes per token of one MLP block (mean over the layers).
+    pub fn mlp_bytes_per_token(&self) -> Option<f64> {
+        (!self.mlp_memory.is_empty())
+            .then(|| self.mlp_memory.iter().map(MemoryMeasure::per_token).sum::<f64>() / self.mlp_memory.len() as f64)
+    }
+}
+
+/// A BitSparse mode against its dense partner.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Identity {
+    /// The BitSparse mode.
+    pub mode: &'static str,
+    /// Its dense partner.
+    pub partner: &'static str,
+    /// Steps whose loss bits were compared / equal.
+    pub loss_steps_compared: u64,
+    /// Steps whose loss bits were equal.
+    pub loss_steps_equal: u64,
+    /// Steps after which every weight was compared.
+    pub weight_steps_compared: u64,
+    /// Steps after which every weight was bit-equal.
+    pub weight_steps_equal: u64,
+    /// The first step that differed (loss or weights), if any.
+    pub first_mismatch_step: Option<u64>,
+    /// The parameters that differed after the first step whose weights differed.
+    pub first_mismatch_params: Vec<String>,
+    /// The largest distance in units in the last place between two corresponding weights then.
+    pub first_mismatch_max_ulp: Option<u64>,
+    /// The same after the last compared step (the trajectories drift apart once they differ).
+    pub last_step_max_ulp: Option<u64>,
+}
+
+impl Identity {
+    fn new(mode: Mode, partner: Mode) -> Identity {
+        Identity {
+            mode: mode.name(),
+            partner: partner.name(),
+            loss_steps_compared: 0,
+            loss_steps_equal: 0,
+            weight_steps_compared: 0,
+            weight_steps_equal: 0,
+            first_mismatch_step: None,
+            first_mismatch_params: Vec::new(),
+            first_mismatch_max_ulp: None,
+            last_step_max_ulp: None,
+        }
+    }
+
+    /// Every comparison made was equal (and at least one was made).
+    pub fn identical(&self) -> bool {
+        self.loss_steps_compared > 0
+            && self.loss_steps_equal == self.loss_steps_compared
+            && self.weight_steps_equal == self.weight_steps_compared
+    }
+
+    fn record(&mut self, step: u64, loss_equal: bool, weights: Option<WeightDiff>) {
+        self.loss_steps_compared += 1;
+        self.loss_steps_equal += u64::from(loss_equal);
+        let weights_equal = weights.as_ref().map(|w| w.differing.is_empty());
+        if let Some(w) = weights {
+            self.weight_steps_compared += 1;
+            self.weight_steps_equal += u64::from(w.differing.is_empty());
+            if !w.differing.is_empty() && self.first_mismatch_params.is_empty() {
+                self.first_mismatch_params = w.differing;
+                self.first_mismatch_max_ulp = Some(w.max_ulp);
+            }
+            self.last_step_max_ulp = Some(w.max_ulp);
+        }
+        if (!loss_equal || weights_equal == Some(false)) && self.first_mismatch_step.is_none() {
+            self.first_mismatch_step = Some(step);
+        }
+    }
+}
+
+/// How the parameters of two models of the same architecture differ.
+struct WeightDiff {
+    /// Paths of the parameters whose bytes differ.
+    differing: Vec<String>,
+    /// Largest distance between two corresponding F32 weights, in units in the last place.
+    max_ulp: u64,
+}
+
+impl WeightDiff {
+    fn between(a: &[(String, Vec<u8>)], b: &[(String, Vec<u8>)]) -> Result<WeightDiff, String> {
+        if a.is_empty() || a.len() != b.len() {
+            return Err(format!("cannot compare the weights: {} and {} parameters", a.len(), b.len()));
+        }
+        let mut differing = Vec::new();
+        let mut max_ulp = 0;
+        for ((name, x), (_, y)) in a.iter().zip(b) {
+            if x != y {
+                differing.push(name.clone());
+                max_ulp = max_ulp.max(max_ulp_f32(x, y));
+            }
+        }
+        Ok(WeightDiff { differing, max_ulp })
+    }
+}
+
+/// Largest ULP distance between corresponding little-endian F32 values of `x` and `y`.
+fn max_ulp_f32(x: &[u8], y: &[u8]) -> u64 {
+    // Sign-magnitude bits mapped onto a line where adjacent floats are adjacent integers.
+    let line = |c: &[u8]| {
+        let b = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        if b & 0x8000_0000 != 0 {
+            -i64::from(b & 0x7fff_ffff)
+        } else {
+            i64::from(b)
+        }
+    };
+    x.chunks_exact(4).zip(y.chunks_exact(4)).map(|(p, q)| line(p).abs_diff(line(q))).max().unwrap_or(0)
+}
+
+/// The outcome of a whole run.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The adapter.
+    pub adapter: AdapterInfo,
+    /// Model shape.
+    pub shape: GptShape,
+    /// Per mode, for the modes run.
+    pub modes: BTreeMap<Mode, ModeResult>,
+    /// Per BitSparse mode whose partner ran.
+    pub identity: Vec<Identity>,
+    /// Nonzero share of relu(z) per layer at the last step.
+    pub final_density: Vec<f64>,
+    /// Tokens per step.
+    pub tokens_per_step: usize,
+    /// Wall clock of the whole run (device set-up to the last measurement), seconds.
+    pub run_seconds: f64,
+}
+
+impl RunResult {
+    /// Whether every BitSparse mode matched its dense partner bit for bit; `None` when no pair ran.
+    pub fn bit_identical(&self) -> Option<bool> {
+        (!self.identity.is_empty()).then(|| self.identity.iter().all(Identity::identical))
+    }
+
+    /// Steps whose losses are reported (every `log_every`-th and the last).
+    pub fn logged_steps(&self, args: &Args) -> Vec<u64> {
+        (0..args.steps).filter(|s| s % args.log_every == 0 || *s + 1 == args.steps).collect()
+    }
+}
+
+/// Trains every chosen mode and measures it.
+pub fn run(args: &Args) -> Result<RunResult, String> {
+    let started = std::time::Instant::now();
+    let modes = args.modes();
+    let (base, setup) =
+        Device::wgpu_options().init_with_setup().map_err(|e| format!("no wgpu adapter could be opened: {e}"))?;
+    let info = setup.adapter.get_info();
+    let adapter = AdapterInfo {
+        name: info.name.clone(),
+        backend: info.backend.to_str().to_string(),
+        driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
+    };
+    eprintln!("adapter: {} ({})", adapter.name, adapter.backend);
+    let config = BitSparseConfig::with_arena_bytes(args.arena_mb << 20);
+    let ctx =
+        BitSparse::new(&base, &setup.device, &setup.queue, config).map_err(|e| format!("bitsparse context: {e}"))?;
+
+    let corpus = Corpus::new(CORPUS);
+    let sampler = Sampler::new(&corpus, args.seed, args.batch, args.context);
+    let shape = GptShape {
+        vocab: corpus.vocab_size(),
+        d_model: args.d_model,
+        n_layer: args.n_layer,
+        n_head: args.n_head,
+        context: args.context,
+    };
+    base.seed(args.seed);
+    let initial = Gpt::new(&shape, &base, &ctx);
+    initial.materialize_params();
+    let mut trainers: Vec<Trainer> = modes.iter().map(|&m| Trainer::new(m, &base, &initial, args.lr, &ctx)).collect();
+    drop(initial);
+
+    for t in &trainers {
+        eprintln!("{}: {} warm-up step(s)", t.mode.name(), args.warmup);
+        t.warm_up((0..args.warmup).map(|i| sampler.batch(WARMUP_BATCHES + i)), &base).map_err(|e| step_err(t, &e))?;
+    }
+
+    let mut results: BTreeMap<Mode, ModeResult> = modes.iter().map(|&m| (m, ModeResult::default())).collect();
+    let mut identity: Vec<Identity> = modes
+        .iter()
+        .filter_map(|&m| m.dense_partner().filter(|p| modes.contains(p)).map(|p| Identity::new(m, p)))
+        .collect();
+    let mut last_model = None;
+    for step in 0..args.steps {
+        let batch = sampler.batch(step);
+        let last = step + 1 == args.steps;
+        if last {
+            // The weights the last step's forward uses, for the density of relu(z) it saw.
+            last_model = Some(trainers[0].model.clone());
+        }
+        let mut outcomes: BTreeMap<Mode, StepOutcome> = BTreeMap::new();
+        for t in &mut trainers {
+            let out = t.step(&batch).map_err(|e| step_err(t, &e))?;
+            let r = results.get_mut(&t.mode).expect("mode result");
+            r.losses.push(out.loss);
+            r.step_ms.push(out.elapsed.as_secs_f64() * 1e3);
+            if let Some(rep) = out.report {
+                r.arena_used_bytes = Some(rep.used_bytes);
+                r.arena_capacity_bytes = Some(rep.capacity_bytes);
+            }
+            outcomes.insert(t.mode, out);
+        }
+        let compare_weights = step % args.compare_every == 0 || last;
+        for id in &mut identity {
+            compare(id, step, &outcomes, &trainers, compare_weights)?;
+        }
+        if step % args.log_every == 0 || last {
+            log_step(step, &outcomes, &identity);
+        }
+    }
+
+    let last_batch = sampler.batch(args.steps - 1);
+    let last_model = last_model.expect("at least one step");
+    let mlp_inputs = mlp_inputs(&last_model, &last_batch, &base);
+    let final_density = mlp_inputs.iter().zip(&last_model.blocks).map(|(x, b)| density(b, x)).collect();
+    for t in &mut trainers {
+        let model_memory = t.measure_model(&last_batch, &base).map_err(|e| step_err(t, &e))?;
+        let mut mlp_memory = Vec::new();
+        for (layer, x) in mlp_inputs.iter().enumerate() {
+            mlp_memory.push(t.measure_mlp(layer, x, &base).map_err(|e| step_err(t, &e))?);
+        }
+        let r = results.get_mut(&t.mode).expect("mode result");
+        r.model_memory = Some(model_memory);
+        r.mlp_memory = mlp_memory;
+        r.overflows = t.overflows;
+        if t.mode.is_bitsparse() {
+            r.arena_capacity_bytes = Some(ctx.arena_capacity_bytes(&base).map_err(|e| step_err(t, &e))?);
+        }
+    }
+    Ok(RunResult {
+        adapter,
+        shape,
+        modes: results,
+        identity,
+        final_density,
+        tokens_per_step: args.batch * args.context,
+        run_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn step_err(t: &Trainer, e: &bitsparse_burn::Error) -> String {
+    format!("{} step: {e}", t.mode.name())
+}
+
+/// Compares one BitSparse mode with its partner after `step`: the loss bits always, every weight's
+/// bytes when `weights` (a host read of all parameters of both models, outside any timed region).
+fn compare(
+    id: &mut Identity,
+    step: u64,
+    outcomes: &BTreeMap<Mode, StepOutcome>,
+    trainers: &[Trainer],
+    weights: bool,
+) -> Result<(), String> {
+    let find = |name: &str| Mode::ALL.into_iter().find(|m| m.name() == name).expect("mode");
+    let (mode, partner) = (find(id.mode), find(id.partner));
+    let loss_equal = outcomes[&mode].loss.to_bits() == outcomes[&partner].loss.to_bits();
+    let model = |m: Mode| &trainers.iter().find(|t| t.mode == m).expect("trainer").model;
+    let diff = match weights {
+        true => Some(WeightDiff::between(&model(mode).param_bytes(), &model(partner).param_bytes())?),
+        false => None,
+    };
+    id.record(step, loss_equal, diff);
+    Ok(())
+}
+
+fn log_step(step: u64, outcomes: &BTreeMap<Mode, StepOutcome>, identity: &[Identity]) {
+    let parts: Vec<String> = outcomes
+        .iter()
+        .map(|(m, o)| format!("{} {:.4} ({:.0} ms)", m.name(), o.loss, o.elapsed.as_secs_f64() * 1e3))
+        .collect();
+    let same = if identity.is_empty() {
+        String::new()
+    } else if identity.iter().all(|i| i.first_mismatch_step.is_none()) {
+        " — bit-identical so far".into()
+    } else {
+        " — MISMATCH".into()
+    };
+    eprintln!("step {step}: {}{same}", parts.join(", "));
+}
+
+/// Each block's MLP input on `batch`, from a forward of `model` without autodiff.
+fn mlp_inputs(model: &Gpt, batch: &crate::data::Batch, base: &Device) -> Vec<burn::tensor::Tensor<3>> {
+    model.valid().forward_traced(batch.inputs(base)).1
+}
+
+/// Nonzero share of relu(fc1(x)): Burn's dense fc1 on the block's input, counted on the host.
+fn density(block: &crate::model::Block, x: &burn::tensor::Tensor<3>) -> f64 {
+    let fc1 = block.mlp.fc1.valid();
+    let z = fc1.forward(x.clone()).into_data();
+    let z = z.as_slice::<f32>().expect("f32 activations");
+    z.iter().filter(|&&v| v > 0.0).count() as f64 / z.len() as f64
+}
