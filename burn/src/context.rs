@@ -49,6 +49,10 @@ pub struct StepReport {
     pub tensors: u64,
     /// Dense bytes those tensors would have taken.
     pub dense_bytes: u64,
+    /// Wall-clock time the step's BitSparse ops spent on the host (flushing Burn's stream, looking up the
+    /// buffers behind tensors, recording and submitting), in nanoseconds: what the ops add to a step that
+    /// waits on its host side.
+    pub op_host_ns: u64,
 }
 
 /// The state of one device: its wgpu handles, codec, arena, and what its ops met this step.
@@ -69,6 +73,7 @@ struct StepState {
     sizer: ArenaSizer,
     tensors: u64,
     dense_bytes: u64,
+    host_ns: u64,
 }
 
 impl DeviceCtx {
@@ -86,6 +91,10 @@ impl DeviceCtx {
         if st.error.is_none() {
             st.error = Some(e);
         }
+    }
+
+    pub(crate) fn count_host_time(&self, d: std::time::Duration) {
+        self.state().host_ns += d.as_nanos() as u64;
     }
 
     pub(crate) fn count_push(&self, dense_bytes: u64) {
@@ -213,6 +222,7 @@ impl BitSparse {
         st.error = None;
         st.tensors = 0;
         st.dense_bytes = 0;
+        st.host_ns = 0;
         Ok(())
     }
 
@@ -237,6 +247,7 @@ impl BitSparse {
             high_water_bytes: status.high_water_bytes,
             tensors: st.tensors,
             dense_bytes: st.dense_bytes,
+            op_host_ns: st.host_ns,
         })
     }
 

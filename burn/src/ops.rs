@@ -220,16 +220,18 @@ impl Stash {
 
 impl BitSparseBackend for CubeBackend {
     fn bitsparse_act_forward(h: FloatTensor<Self>, stash: Stash) -> FloatTensor<Self> {
+        let t0 = std::time::Instant::now();
         let h = contiguous(h);
         let a = empty_like(&h);
-        stash.on_device(&h, |ctx| stash.forward(ctx, &h, &a));
+        stash.on_device(&h, t0, |ctx| stash.forward(ctx, &h, &a));
         a
     }
 
     fn bitsparse_act_backward(g: FloatTensor<Self>, stash: Stash) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let t0 = std::time::Instant::now();
         let g = contiguous(g);
         let (dz, a) = (empty_like(&g), empty_like(&g));
-        stash.on_device(&g, |ctx| stash.backward(ctx, &g, &dz, &a));
+        stash.on_device(&g, t0, |ctx| stash.backward(ctx, &g, &dz, &a));
         (dz, a)
     }
 }
@@ -237,12 +239,14 @@ impl BitSparseBackend for CubeBackend {
 impl Stash {
     /// Runs `f` with the state of `t`'s device; an error fails that device's step (or every device's,
     /// when `t`'s device has no state), to be reported by `finish_step`: Burn ops cannot return errors.
-    fn on_device(&self, t: &CubeTensor, f: impl FnOnce(&DeviceCtx) -> Result<()>) {
+    /// `t0`: when the op began (its host time is counted from there).
+    fn on_device(&self, t: &CubeTensor, t0: std::time::Instant, f: impl FnOnce(&DeviceCtx) -> Result<()>) {
         match self.ctx.lookup(&t.device) {
             Ok(ctx) => {
                 if let Err(e) = f(&ctx) {
                     ctx.fail(e);
                 }
+                ctx.count_host_time(t0.elapsed());
             }
             Err(e) => self.ctx.fail_all(e),
         }

@@ -77,6 +77,7 @@ fn measurements(r: &RunResult) -> Value {
                 "step_ms_all": m.step_ms,
                 "losses_all": m.losses,
                 "arena_used_bytes_last_step": m.arena_used_bytes,
+                "op_host_ms_all": m.op_host_ms,
             }),
         );
     }

@@ -44,6 +44,8 @@ pub struct ModeResult {
     pub arena_capacity_bytes: Option<u64>,
     /// Arena overflows (each grew the arena and re-ran its step).
     pub overflows: u32,
+    /// Host time the BitSparse ops took in each measured step, ms (`StepReport::op_host_ns`).
+    pub op_host_ms: Vec<f64>,
 }
 
 impl ModeResult {
@@ -266,6 +268,7 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
             if let Some(rep) = out.report {
                 r.arena_used_bytes = Some(rep.used_bytes);
                 r.arena_capacity_bytes = Some(rep.capacity_bytes);
+                r.op_host_ms.push(rep.op_host_ns as f64 / 1e6);
             }
             outcomes.insert(t.mode, out);
         }
