@@ -9,7 +9,10 @@
 //! `B::linear` forward, and in backward `B::linear_x_backward`, `B::linear_weight_backward`,
 //! `B::linear_bias_backward` exactly as Burn's `linear` autodiff does; the fused kernels compute
 //! a = r·r, t = g·r, dr = t + t, dL/dz = dr where r > 0 with one rounding each, as Burn's `mul`,
-//! gradient accumulation and `relu_backward` do (`docs/FUSED.md`).
+//! gradient accumulation and `relu_backward` do (F16: dr = 2·g·r rounded once, as Burn's fused kernel
+//! computes it; `docs/FUSED.md`). Measured on the H200 (`demos/burn_gpt/results/`): the block keeps
+//! 5.1 KB per token instead of 36.9 KB at d = 768 and early-training density; each op costs about 1 ms
+//! of host time (flush, buffer lookups, submit), which is what its step-time overhead is made of.
 
 use std::sync::{Arc, Mutex};
 
