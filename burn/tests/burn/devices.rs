@@ -88,6 +88,11 @@ fn two_devices_burn_f32() {
     let (dev_a, dev_b) = (dev_a.autodiff(), dev_b.autodiff());
     let ctx = BitSparse::new(&dev_a, &wa, &qa, BitSparseConfig::with_arena_bytes(1 << 20)).unwrap();
     ctx.add_device(&dev_b, &wb, &qb).unwrap();
+    // Burn's autotune meets each shape once on each device before anything is compared (its first
+    // call may compute with another candidate kernel than the one it keeps).
+    for d in [&dev_a, &dev_b] {
+        run(&block(d, None), d, None);
+    }
     // Single-device reference: the dense block on device A alone.
     let reference = run(&block(&dev_a, None), &dev_a, None);
     // The BitSparse block on A and its fork on B (the replica keeps the same context), concurrently.

@@ -118,7 +118,9 @@ fn train_pair(dtype: FloatDType, act: MlpActivation, checkpointing: bool) {
     }
     let ctx = context(1 << 20);
     let (mut bs, mut dense) = twins(&device, dtype, act, &ctx);
-    for (i, rows) in [3 * T, 5 * T, 2 * T + 1].into_iter().enumerate() {
+    let shapes = [3 * T, 5 * T, 2 * T + 1];
+    warm_up(&dense, &device, dtype, &shapes);
+    for (i, rows) in shapes.into_iter().enumerate() {
         let x = Tensor::<2>::random([rows, D], Distribution::Normal(0.0, 1.0), &device).cast(dtype);
         let target = Tensor::<2>::random([rows, D], Distribution::Normal(0.0, 0.1), &device).cast(dtype);
         let (b2, sb) = step(bs, &x, &target, Some(&ctx));
@@ -135,6 +137,21 @@ fn train_pair(dtype: FloatDType, act: MlpActivation, checkpointing: bool) {
         bs = b2;
         dense = d2;
     }
+}
+
+/// Burn's autotune picks a matmul kernel the first time it meets a shape, and what that first call
+/// computes may come from another candidate than the one it keeps (seen in a fresh clone, where no
+/// autotune cache exists yet: the forward of the first 15-row batch differed in its last bits). Every
+/// shape is met once here, untimed and uncompared, so dense and BitSparse then run the same kernels.
+fn warm_up(m: &BitSparseMlp, device: &Device, dtype: FloatDType, shapes: &[usize]) {
+    for &rows in shapes {
+        let x = Tensor::<2>::random([rows, D], Distribution::Normal(0.0, 1.0), device).cast(dtype);
+        let y = m.forward_dense(if device.is_autodiff() { x.require_grad() } else { x });
+        if device.is_autodiff() {
+            let _ = (y.clone() * y).mean().backward();
+        }
+    }
+    device.sync().expect("sync");
 }
 
 fn dtype_bytes(dtype: FloatDType) -> usize {
@@ -207,6 +224,7 @@ fn arena_overflow_burn_f32() {
     let device = shared().device.clone().autodiff();
     let ctx = context(1024);
     let (bs, dense) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
+    warm_up(&dense, &device, FloatDType::F32, &[5 * T]);
     let x = Tensor::<2>::random([5 * T, D], Distribution::Normal(0.0, 1.0), &device);
     let target = Tensor::<2>::zeros([5 * T, D], &device);
     // The failing step.
@@ -232,6 +250,7 @@ fn strided_inputs_burn_f32() {
     let device = shared().device.clone().autodiff();
     let ctx = context(1 << 20);
     let (bs, dense) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
+    warm_up(&dense, &device, FloatDType::F32, &[6 * T, 3 * T]);
     let base = Tensor::<2>::random([D, 6 * T], Distribution::Normal(0.0, 1.0), &device);
     let views = [base.clone().transpose(), base.clone().transpose().slice([T..4 * T, 0..D])];
     for (i, x) in views.into_iter().enumerate() {
@@ -252,6 +271,7 @@ fn inference_is_dense_burn_f32() {
     let device = shared().device.clone();
     let ctx = context(1 << 20);
     let (bs, dense) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
+    warm_up(&dense, &device, FloatDType::F32, &[3 * T]);
     let x = Tensor::<2>::random([3 * T, D], Distribution::Normal(0.0, 1.0), &device);
     ctx.begin_step(&device).unwrap();
     let (yb, yd) = (bs.forward(x.clone()), dense.forward(x));
