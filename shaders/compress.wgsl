@@ -10,6 +10,11 @@
 // Status word of tile t: bits 30-31 flag (0 none, 1 aggregate, 2 inclusive prefix), bits 0-29 value words.
 // Output bytes are deterministic: they do not depend on which workgroup handled which tile.
 //
+// UNORDERED (FORMAT.md §7 "Unordered"): no chain at all. Tile t is workgroup t, and it claims its value
+// words with one atomicAdd on a counter (scan[1]); the table records where each tile landed. Nothing
+// waits on another workgroup, so no forward-progress assumption is made; bytes depend on the order the
+// tiles reached the counter, decoded tensors do not (decoders follow the table).
+//
 // The CPU port of this stage is src/cpu/compress.rs.
 
 #if STAGE16
@@ -44,6 +49,8 @@ const SIGN_BIT_SET: u32 = 1u;
 // scan[] layout: [0] status bits, [1] ticket, [2 + t] status word of tile t.
 const SCAN_STATUS: u32 = 0u;
 const SCAN_TICKET: u32 = 1u;
+// UNORDERED: scan[1] is the chunk's value-word counter instead of the ticket.
+const SCAN_VALUES: u32 = 1u;
 const SCAN_TILES: u32 = 2u;
 
 #include "lib/arena_ctrl.wgsl"
@@ -367,6 +374,10 @@ fn valid_bits(t: u32, q: u32) -> u32 {
 @compute @workgroup_size(128)
 fn compress(
     @builtin(local_invocation_index) lid: u32,
+#if UNORDERED
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+#endif
 #if SUBGROUP
     @builtin(subgroup_id) sg_id: u32,
     @builtin(subgroup_invocation_id) sg_lane: u32,
@@ -395,7 +406,12 @@ fn compress(
     // spin limits of 64 and 100000, not with 1 or 2); with the ticket every run is exact. See
     // docs/PERFORMANCE.md.
     if lid == 0u {
+#if UNORDERED
+        // No workgroup waits on another, so tiles need no start order: the (2-D) workgroup id is the tile.
+        wg_tile = wid.x + wid.y * nwg.x;
+#else
         wg_tile = atomicAdd(&scan[SCAN_TICKET], 1u);
+#endif
 #if ARENA
         // A tensor whose reservation already failed writes nothing at all.
         if atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u {
@@ -477,10 +493,12 @@ fn compress(
     let total = s.total.x + s.total.y + s.total.z + s.total.w;
 #endif
     let words = stream_words(total, width);
+#if !UNORDERED
     // Publish this tile's aggregate at once, so successors can look past it.
     if lid == 0u {
         atomicMax(&scan[SCAN_TILES + tile], select(FLAG_AGG, FLAG_INC, tile == 0u) | words);
     }
+#endif
 #if BITS32
     let totals = unpack_rounds(s.total);
     let excl = unpack_rounds(s.excl);
@@ -499,6 +517,14 @@ fn compress(
     var staged = stage_pass(tile, li, lid, m, totals, excl, 0u, 0u, cv, vmask);
 #endif
 
+#if UNORDERED
+    // One atomic claims the tile's place; its uniform load is also the barrier that publishes the
+    // staged slots (STAGE16) and the mask.
+    if lid == 0u {
+        wg_look = LookOut(0u, atomicAdd(&scan[SCAN_VALUES], words));
+    }
+    let prefix = workgroupUniformLoad(&wg_look).prefix;
+#else
     // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.
     var look = tile;  // next tile to inspect is look - 1 (the looking threads' private cursor)
     var acc = 0u;
@@ -623,6 +649,7 @@ fn compress(
     if lid == 0u && tile != 0u {
         atomicMax(&scan[SCAN_TILES + tile], FLAG_INC | (prefix + words));
     }
+#endif
 
     // Only now compact the values (the look-back above went first so successors see this tile's
     // inclusive prefix as early as possible), one round at a time. `rbit`: the round's first bit in
@@ -740,7 +767,12 @@ fn compress(
 fn finish() {
     var value_words = 0u;
     if p.tiles > 0u {
+#if UNORDERED
+        // Where the counter stopped: the end of the last chunk's streams, whatever their order.
+        value_words = p.val_base + atomicLoad(&scan[SCAN_VALUES]);
+#else
         value_words = p.val_base + (atomicLoad(&scan[SCAN_TILES + p.tiles - 1u]) & VALUE_BITS);
+#endif
     }
     var status = atomicLoad(&scan[SCAN_STATUS]);
 #if ARENA

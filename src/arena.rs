@@ -28,6 +28,7 @@ use crate::dispatch::{begin_pass, Kernel, KernelDispatch, Program, Trust};
 use crate::error::{Error, Result};
 use crate::format::{status, DType, Layout, Options};
 use crate::host::sync;
+use crate::kernels::TileOrder;
 
 /// Control-buffer word indices (mirrors `shaders/lib/arena_ctrl.wgsl`).
 pub mod ctrl {
@@ -71,12 +72,16 @@ pub struct ArenaConfig {
     pub max_slots: u32,
     /// Gates per step.
     pub max_gates: u32,
+    /// How a push's tiles claim their place in its values section. [`TileOrder::Unordered`] (the
+    /// default): a training step needs the tensor back, not reproducible stream bytes, and the ordered
+    /// compress spends most of its time in the chain that orders the tiles.
+    pub tile_order: TileOrder,
 }
 
 impl ArenaConfig {
-    /// `capacity_bytes` with 1024 slots and 64 gates.
+    /// `capacity_bytes` with 1024 slots, 64 gates and unordered tiles.
     pub fn new(capacity_bytes: u64) -> Self {
-        ArenaConfig { capacity_bytes, max_slots: 1024, max_gates: 64 }
+        ArenaConfig { capacity_bytes, max_slots: 1024, max_gates: 64, tile_order: TileOrder::Unordered }
     }
 }
 
@@ -212,7 +217,7 @@ impl Arena {
         if config.max_slots == 0 || config.max_gates == 0 {
             return Err(Error::InvalidArgument("an arena needs at least one slot and one gate".into()));
         }
-        codec.warm_arena_variants()?;
+        codec.warm_arena_variants(config.tile_order)?;
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("bitsparse.arena"),
             size: config.capacity_bytes,
@@ -256,7 +261,7 @@ impl Arena {
     /// training step does not build pipelines.
     pub fn prepare_fused(&self, dtype: DType) -> Result<()> {
         Self::fused_dtype(dtype)?;
-        self.codec.warm_fused_variants(dtype)
+        self.codec.warm_fused_variants(dtype, self.config.tile_order)
     }
 
     /// The arena's storage buffer.
@@ -343,7 +348,7 @@ impl Arena {
         // The ranges are checked (overlap included) before the reserve is recorded.
         let recorded = self.codec.check_compress(&input, &layout, &target).and_then(|_| {
             self.setup_pass(encoder, &self.setup.reserve, p);
-            self.codec.record_compress(encoder, input, &layout, target)
+            self.codec.record_compress(encoder, input, &layout, target, self.config.tile_order)
         });
         match recorded {
             Ok(placement) => {
@@ -573,6 +578,18 @@ impl Arena {
         let b = sync::read_buffer(self.codec.device(), queue, &self.ctrl, slot.word() as u64 * 4, 16)?;
         let w: Vec<u32> = bytemuck::pod_collect_to_vec(&b);
         Ok((w[1], slot.layout.compact_bytes(w[2] as u64)))
+    }
+
+    /// Reads one slot's stream as it lies in the arena (blocking; tools and tests): header, table, mask
+    /// and values, tiles in the order the push placed them.
+    pub fn read_slot_stream(&self, queue: &wgpu::Queue, slot: &Slot) -> Result<Vec<u8>> {
+        let d = sync::read_buffer(self.codec.device(), queue, &self.ctrl, slot.word() as u64 * 4, 16)?;
+        let w: Vec<u32> = bytemuck::pod_collect_to_vec(&d);
+        if w[1] != 0 {
+            return Err(Error::InvalidArgument(format!("the slot holds no stream (status {:#x})", w[1])));
+        }
+        let bytes = slot.layout.compact_bytes(w[2] as u64);
+        sync::read_buffer(self.codec.device(), queue, &self.buffer, w[0] as u64 * 4, bytes)
     }
 
     /// Reads one slot's FP8 words (blocking; tools and tests): `(amax, scale)` of its last FP8

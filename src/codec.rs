@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::format::{self, DType, Layout, Options, TILE};
 pub use crate::kernels::CodecPath;
 pub use crate::kernels::Staging;
-use crate::kernels::{Built, Elem, Fusion, Io, Kernels, Op, Sharing, Storage, Variant};
+use crate::kernels::{Built, Elem, Fusion, Io, Kernels, Op, Sharing, Storage, TileOrder, Variant};
 use crate::overlap::{self, Use};
 
 /// A byte range of a buffer: what the codec reads or writes. The buffer needs `STORAGE` usage; `offset`
@@ -74,7 +74,8 @@ pub struct CodecConfig {
 /// Where the value streams of a compressed tensor lie inside its values section.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Placement {
-    /// Tiles in order with no gaps (one-chunk GPU compress, CPU compress).
+    /// One window with no gaps (one-chunk GPU compress, CPU compress): tiles in order, or under
+    /// [`TileOrder::Unordered`] in the order they claimed their place.
     Compact,
     /// A chunked GPU compress: chunk `c` (tiles `c*chunk_tiles ..`) starts at
     /// [`Layout::chunk_value_base`] of its first tile, so there are gaps between chunks.
@@ -262,35 +263,43 @@ impl Codec {
         })
     }
 
-    /// Builds the arena and fused-kernel pipelines now, so the first training step does not pay for
-    /// shader compilation. Called by [`crate::arena::Arena::new`].
-    pub(crate) fn warm_arena_variants(&self) -> Result<()> {
+    /// Builds the arena and fused-kernel pipelines now (compress variants in `order`), so the first
+    /// training step does not pay for shader compilation. Called by [`crate::arena::Arena::new`].
+    pub(crate) fn warm_arena_variants(&self, order: TileOrder) -> Result<()> {
         for (op, fusion) in [(Op::Compress, Fusion::Forward), (Op::Decompress, Fusion::Backward)] {
             for elem in [Elem::Bits16, Elem::Bits8, Elem::Bits32] {
-                self.kernels(op, elem, Io::Arena, Fusion::None, Storage::Native, false)?;
+                self.kernels(op, elem, Io::Arena, Fusion::None, Storage::Native, false, order)?;
             }
-            self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Native, false)?;
+            self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Native, false, order)?;
             // FP8 storage is optional: a device that cannot build it reports that when it is used.
-            let _ = self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Fp8, false);
+            let _ = self.kernels(op, Elem::Bits16, Io::Arena, fusion, Storage::Fp8, false, order);
             // The F32 and F16 fused kernels are built on first use (not every trainer runs them).
         }
         Ok(())
     }
 
     /// Builds the fused forward and backward kernels of `dtype` (and its plain arena ones) now.
-    pub(crate) fn warm_fused_variants(&self, dtype: DType) -> Result<()> {
+    pub(crate) fn warm_fused_variants(&self, dtype: DType, order: TileOrder) -> Result<()> {
         let f16_math = dtype == DType::F16;
         for (op, fusion) in [(Op::Compress, Fusion::Forward), (Op::Decompress, Fusion::Backward)] {
-            self.kernels(op, elem(dtype), Io::Arena, Fusion::None, Storage::Native, false)?;
-            self.kernels(op, elem(dtype), Io::Arena, fusion, Storage::Native, f16_math)?;
+            self.kernels(op, elem(dtype), Io::Arena, Fusion::None, Storage::Native, false, order)?;
+            self.kernels(op, elem(dtype), Io::Arena, fusion, Storage::Native, f16_math, order)?;
             // Pool allocators (Burn's) may put z and a, or g and dz, in one buffer: that variant too.
             let v = self.inner.kernels.variant(op, elem(dtype), Io::Arena, fusion, Storage::Native, f16_math)?;
-            self.shared_kernels(v, Sharing::Shared)?;
+            self.shared_kernels(Self::ordered(v, order)?, Sharing::Shared)?;
         }
         Ok(())
     }
 
-    /// The kernels of one variant, built on first use.
+    /// `v` with its tiles in `order` where it is a compress (a decompress has no order).
+    fn ordered(v: Variant, order: TileOrder) -> Result<Variant> {
+        match v.op() {
+            Op::Compress => v.with_order(order).map_err(|e| Error::InvalidArgument(format!("codec kernel: {e}"))),
+            Op::Decompress => Ok(v),
+        }
+    }
+
+    /// The kernels of one variant (a compress's tiles in `order`), built on first use.
     fn kernels(
         &self,
         op: Op,
@@ -299,9 +308,10 @@ impl Codec {
         fusion: Fusion,
         storage: Storage,
         f16_math: bool,
+        order: TileOrder,
     ) -> Result<Arc<Built>> {
         let k = &self.inner.kernels;
-        k.get(k.variant(op, elem, io, fusion, storage, f16_math)?)
+        k.get(Self::ordered(k.variant(op, elem, io, fusion, storage, f16_math)?, order)?)
     }
 
     /// The kernels of `v` with `sharing`: a [`Sharing::Shared`] variant (inputs bound `read_write`, for
@@ -414,6 +424,22 @@ impl Codec {
         options: Options,
         output: BufferRange<'_>,
     ) -> Result<Compressed> {
+        self.compress_with_order(encoder, input, dtype, n, options, TileOrder::Ordered, output)
+    }
+
+    /// [`Codec::compress`] with the tiles placed in `order`: [`TileOrder::Ordered`] writes the
+    /// deterministic stream `cpu::compress` writes; [`TileOrder::Unordered`] lets each tile claim its
+    /// place with one atomic (faster; the same decoded tensor, bytes that vary from run to run).
+    pub fn compress_with_order(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        input: BufferRange<'_>,
+        dtype: DType,
+        n: u64,
+        options: Options,
+        order: TileOrder,
+        output: BufferRange<'_>,
+    ) -> Result<Compressed> {
         let layout = Layout::new(dtype, n, options)?;
         self.check_range("compress output", &output)?;
         if output.size < layout.capacity_bytes() {
@@ -423,7 +449,7 @@ impl Codec {
                 got: output.size,
             });
         }
-        let placement = self.record_compress(encoder, input, &layout, Target::Plain(output))?;
+        let placement = self.record_compress(encoder, input, &layout, Target::Plain(output), order)?;
         Ok(Compressed { layout, buffer: output.buffer.clone(), offset: output.offset, size: output.size, placement })
     }
 
@@ -434,6 +460,7 @@ impl Codec {
         input: BufferRange<'_>,
         layout: &Layout,
         target: Target<'_>,
+        order: TileOrder,
     ) -> Result<Placement> {
         let (dtype, sharing) = self.check_compress(&input, layout, &target)?;
         let chunk_tiles = self.chunk_tiles(dtype);
@@ -442,7 +469,7 @@ impl Codec {
         let (io, fusion, storage) = target.kind();
         let f16_math = fusion != Fusion::None && dtype == DType::F16;
         let v = self.inner.kernels.variant(Op::Compress, elem(dtype), io, fusion, storage, f16_math)?;
-        let k = self.shared_kernels(v, sharing)?;
+        let k = self.shared_kernels(Self::ordered(v, order)?, sharing)?;
         let scan = self.scan_buffer(SCAN_HEAD_WORDS + chunk_tiles.min(layout.tiles.max(1)));
         let base = CompressParams {
             sign_pack: layout.options.sign_pack as u32,
@@ -460,7 +487,12 @@ impl Codec {
         for (ci, c) in chunks.iter().enumerate() {
             // The scan state is per chunk; status bits (word 0) accumulate over the chunks.
             let clear_from = if ci == 0 { 0 } else { 4 };
-            encoder.clear_buffer(&scan, clear_from, Some((SCAN_HEAD_WORDS + c.tiles) * 4 - clear_from));
+            // Unordered tiles keep no per-tile status words: the counter is all there is to clear.
+            let scan_words = match order {
+                TileOrder::Ordered => SCAN_HEAD_WORDS + c.tiles,
+                TileOrder::Unordered => SCAN_HEAD_WORDS,
+            };
+            encoder.clear_buffer(&scan, clear_from, Some(scan_words * 4 - clear_from));
             let (binds, p) = self.compress_chunk(&input, layout, &target, c, dtype.bytes(), base);
             let binds = binds.into_iter().chain(stream.iter().cloned());
             let mut pass = begin_pass(encoder, "bitsparse.compress");

@@ -198,6 +198,41 @@ pub enum Sharing {
     Shared,
 }
 
+/// How a compress's tiles claim their place in the values section (`UNORDERED`; FORMAT.md §7).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TileOrder {
+    /// Tiles in tensor order, found by a chained scan over per-tile status words (a start-order
+    /// ticket, look-back with decoupled fallback): the bytes are deterministic and equal
+    /// `cpu::compress`'s. What files store.
+    #[default]
+    Ordered,
+    /// Each tile claims its value words with one atomic add on a counter, in whatever order tiles get
+    /// there; the table records each tile's start. No chain, no ticket, no spinning: on the H200 the
+    /// look-back's latency was most of the ordered compress's time (`docs/PERFORMANCE.md`). Bytes are
+    /// not deterministic; decoded tensors are bit-exact, and `cpu::compact` turns the stream into the
+    /// ordered one. The arena's default.
+    Unordered,
+}
+
+impl TileOrder {
+    /// The bench JSON's `tile_order` value: `"ordered"` or `"unordered"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TileOrder::Ordered => "ordered",
+            TileOrder::Unordered => "unordered",
+        }
+    }
+
+    /// Parses `ordered` or `unordered`.
+    pub fn parse(s: &str) -> Result<TileOrder> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ordered" => Ok(TileOrder::Ordered),
+            "unordered" => Ok(TileOrder::Unordered),
+            other => Err(Error::InvalidArgument(format!("tile order `{other}`: expected ordered or unordered"))),
+        }
+    }
+}
+
 /// A combination [`Variant::new`] refuses.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum VariantError {
@@ -226,6 +261,9 @@ pub enum VariantError {
     /// push or decompress: the arena is never a caller's buffer).
     #[error("shared input and output buffers need a kernel with a caller input and a caller output")]
     SharingNeedsCallerIo,
+    /// A tile order for a decompress (decoders follow the table whatever the order).
+    #[error("the tile order is a choice of compress")]
+    OrderNeedsCompress,
 }
 
 /// Which codec kernel: a valid combination of the choices above (see [`Variant::new`]).
@@ -241,6 +279,8 @@ pub struct Variant {
     f16_math: bool,
     /// Whether inputs may share an output's buffer (`SHARED_IO`).
     sharing: Sharing,
+    /// How a compress's tiles claim their place (`UNORDERED`).
+    order: TileOrder,
 }
 
 impl Variant {
@@ -264,7 +304,17 @@ impl Variant {
         if storage == Storage::Fp8 && fusion == Fusion::None {
             return Err(VariantError::Fp8NeedsFusion);
         }
-        Ok(Variant { op, elem, io, fusion, storage, stage: Stage::Words, f16_math: false, sharing: Sharing::Separate })
+        Ok(Variant {
+            op,
+            elem,
+            io,
+            fusion,
+            storage,
+            stage: Stage::Words,
+            f16_math: false,
+            sharing: Sharing::Separate,
+            order: TileOrder::Ordered,
+        })
     }
 
     /// The same fused variant with F16 math (`ACT_F16`) instead of BF16's: 16-bit elements, native
@@ -299,6 +349,19 @@ impl Variant {
             return Err(VariantError::SharingNeedsCallerIo);
         }
         Ok(Variant { sharing, ..self })
+    }
+
+    /// The same variant with tiles placed in `order`; [`TileOrder::Unordered`] is a compress choice.
+    pub fn with_order(self, order: TileOrder) -> std::result::Result<Variant, VariantError> {
+        if order == TileOrder::Unordered && self.op != Op::Compress {
+            return Err(VariantError::OrderNeedsCompress);
+        }
+        Ok(Variant { order, ..self })
+    }
+
+    /// How a compress's tiles claim their place ([`TileOrder::Ordered`] for a decompress).
+    pub fn order(&self) -> TileOrder {
+        self.order
     }
 
     /// Whether inputs may share an output's buffer.
@@ -352,6 +415,7 @@ impl Variant {
             (self.stage == Stage::Halves, "STAGE16"),
             (self.f16_math, "ACT_F16"),
             (self.sharing == Sharing::Shared, "SHARED_IO"),
+            (self.order == TileOrder::Unordered, "UNORDERED"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))

@@ -31,3 +31,4 @@ pub use activation::Activation;
 pub use codec::{BufferRange, Codec, CodecConfig, CodecPath, Compressed, Placement, Staging};
 pub use error::{Error, Result};
 pub use format::{DType, Layout, Options};
+pub use kernels::TileOrder;

@@ -7,7 +7,7 @@
 use bitsparse::error::{Error, Result};
 use bitsparse::format::{entropy_bound_bits, DType, Layout, Options};
 use bitsparse::host::{self, sync};
-use bitsparse::{BufferRange, Codec, Compressed};
+use bitsparse::{BufferRange, Codec, Compressed, TileOrder};
 
 use super::copy::{CopyKernel, PreparedCopy};
 use super::data::Stats;
@@ -71,6 +71,14 @@ pub trait Case {
     fn op(&self) -> Op;
     /// Sign packing (false for ops it does not apply to).
     fn sign_pack(&self) -> bool;
+    /// How the tiles claim their place (compress and fused-forward rows; `None` elsewhere).
+    fn tile_order(&self) -> Option<TileOrder> {
+        None
+    }
+    /// Whether a fused backward also writes the dense `a` for dW₂ (`None` on other rows).
+    fn with_a(&self) -> Option<bool> {
+        None
+    }
     /// Bytes that must move (docs/CONVENTIONS.md).
     fn bytes_moved(&self) -> u64;
     /// Buffers the case writes or reads besides the batch input (for the fence).
@@ -87,18 +95,33 @@ pub trait Case {
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check>;
 }
 
-/// The case of `op` with `sign_pack` for this batch, or `None` where the op has no implementation (yet)
-/// or does not apply to the batch's dtype.
-pub fn make<'a>(op: Op, sign_pack: bool, ctx: &BatchCtx<'a>) -> Result<Option<Box<dyn Case + 'a>>> {
+/// The cases of `op` with `sign_pack` for this batch: one per tile order in `orders` for compress and
+/// the fused forward, without and with `a` for the fused backward, one otherwise; none where the op has
+/// no implementation (yet) or does not apply to the batch's dtype.
+pub fn make<'a>(op: Op, sign_pack: bool, orders: &[TileOrder], ctx: &BatchCtx<'a>) -> Result<Vec<Box<dyn Case + 'a>>> {
+    let mut out: Vec<Box<dyn Case + 'a>> = Vec::new();
     match op {
-        Op::Copy => Ok(Some(Box::new(CopyCase::new(ctx)?))),
-        Op::Compress => Ok(Some(Box::new(CompressCase::new(ctx, sign_pack)?))),
-        Op::Decompress => Ok(Some(Box::new(DecompressCase::new(ctx, sign_pack)?))),
-        Op::FusedForward => super::fused::fused_forward(ctx, sign_pack),
-        Op::FusedBackward => super::fused::fused_backward(ctx, sign_pack),
-        Op::PlainForward => super::fused::plain_forward(ctx),
-        Op::PlainBackward => super::fused::plain_backward(ctx),
+        Op::Copy => out.push(Box::new(CopyCase::new(ctx)?)),
+        Op::Compress => {
+            for &order in orders {
+                out.push(Box::new(CompressCase::new(ctx, sign_pack, order)?));
+            }
+        }
+        Op::Decompress => out.push(Box::new(DecompressCase::new(ctx, sign_pack)?)),
+        Op::FusedForward => {
+            for &order in orders {
+                out.extend(super::fused::fused_forward(ctx, sign_pack, order)?);
+            }
+        }
+        Op::FusedBackward => {
+            for with_a in [false, true] {
+                out.extend(super::fused::fused_backward(ctx, sign_pack, with_a)?);
+            }
+        }
+        Op::PlainForward => out.extend(super::fused::plain_forward(ctx)?),
+        Op::PlainBackward => out.extend(super::fused::plain_backward(ctx)?),
     }
+    Ok(out)
 }
 
 /// Whether `op` has an implementation at all (so the report can say which rows are missing and why).
@@ -195,21 +218,23 @@ struct CompressJob<'a> {
     dtype: DType,
     n: u64,
     options: Options,
+    order: TileOrder,
     out: wgpu::Buffer,
     cap: u64,
 }
 
 impl<'a> CompressJob<'a> {
-    fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
+    fn new(ctx: &BatchCtx<'a>, sign_pack: bool, order: TileOrder) -> Result<Self> {
         let options = options(sign_pack);
         let cap = ctx.codec.output_capacity(ctx.dtype, ctx.n(), options)?;
         let out = gpu::buffer(ctx.device, "bitsparse.bench.stream", cap)?;
-        Ok(CompressJob { codec: ctx.codec, input: ctx.input, dtype: ctx.dtype, n: ctx.n(), options, out, cap })
+        Ok(CompressJob { codec: ctx.codec, input: ctx.input, dtype: ctx.dtype, n: ctx.n(), options, order, out, cap })
     }
 
     fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<Compressed> {
         let input = BufferRange::new(self.input, 0, self.n * self.dtype.bytes());
-        self.codec.compress(encoder, input, self.dtype, self.n, self.options, BufferRange::new(&self.out, 0, self.cap))
+        let out = BufferRange::new(&self.out, 0, self.cap);
+        self.codec.compress_with_order(encoder, input, self.dtype, self.n, self.options, self.order, out)
     }
 }
 
@@ -222,8 +247,8 @@ struct CompressCase<'a> {
 }
 
 impl<'a> CompressCase<'a> {
-    fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
-        let job = CompressJob::new(ctx, sign_pack)?;
+    fn new(ctx: &BatchCtx<'a>, sign_pack: bool, order: TileOrder) -> Result<Self> {
+        let job = CompressJob::new(ctx, sign_pack, order)?;
         let layout = Layout::new(ctx.dtype, ctx.n(), options(sign_pack))?;
         let bytes = ctx.dense_bytes() + ctx.stats.mask_and_values_bytes(&layout);
         Ok(CompressCase { job, layout, bytes, last: std::cell::RefCell::new(None) })
@@ -236,6 +261,9 @@ impl Case for CompressCase<'_> {
     }
     fn sign_pack(&self) -> bool {
         self.job.options.sign_pack
+    }
+    fn tile_order(&self) -> Option<TileOrder> {
+        Some(self.job.order)
     }
     fn bytes_moved(&self) -> u64 {
         self.bytes
@@ -254,7 +282,25 @@ impl Case for CompressCase<'_> {
             .borrow()
             .clone()
             .ok_or_else(|| Error::InvalidArgument("compress case checked before it ran".into()))?;
-        let (words, note) = stored_value_words(ctx, &c)?;
+        let (words, mut note) = stored_value_words(ctx, &c)?;
+        // The stream itself, decoded where it lies (an unordered one's tiles out of order): bit-exact?
+        if ctx.verify && note.is_none() {
+            let out = gpu::buffer(ctx.device, "bitsparse.bench.verify", ctx.dense_bytes())?;
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.verify") });
+            self.job.codec.decompress(&mut enc, &c, BufferRange::new(&out, 0, ctx.dense_bytes()))?;
+            sync::submit(ctx.queue, [enc.finish()]);
+            if sync::read_buffer(ctx.device, ctx.queue, &out, 0, ctx.dense_bytes())? != ctx.data {
+                note = Some(format!(
+                    "compress {} {} ρ={} n={}: its stream does NOT decode to the input",
+                    ctx.dtype,
+                    self.job.order.name(),
+                    ctx.density,
+                    ctx.n()
+                ));
+            }
+        }
         Ok(codec_check(ctx, &self.layout, words, note))
     }
 }
@@ -270,7 +316,7 @@ struct DecompressCase<'a> {
 
 impl<'a> DecompressCase<'a> {
     fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
-        let job = CompressJob::new(ctx, sign_pack)?;
+        let job = CompressJob::new(ctx, sign_pack, TileOrder::Ordered)?;
         let mut enc =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
         let stream = job.record(&mut enc)?;

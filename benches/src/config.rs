@@ -8,6 +8,7 @@
 use bitsparse::error::{Error, Result};
 use bitsparse::format::DType;
 use bitsparse::host::context::AdapterChoice;
+use bitsparse::TileOrder;
 
 use super::op::Op;
 
@@ -30,6 +31,8 @@ pub struct BenchConfig {
     pub dtypes: Option<Vec<DType>>,
     /// Sign packing settings; default both.
     pub sign_pack: Option<Vec<bool>>,
+    /// Tile orders of the compress and fused-forward rows; default both.
+    pub tile_orders: Option<Vec<TileOrder>>,
     /// Nominal densities; default [`DENSITIES`].
     pub densities: Option<Vec<f64>>,
     /// Tensor sizes in elements; default 1M … 201M (≤ 16M on CPU adapters).
@@ -58,6 +61,8 @@ pub struct Resolved {
     pub dtypes: Vec<DType>,
     /// Sign packing settings.
     pub sign_pack: Vec<bool>,
+    /// Tile orders of the compress and fused-forward rows.
+    pub tile_orders: Vec<TileOrder>,
     /// Nominal densities.
     pub densities: Vec<f64>,
     /// Sizes in elements, ascending.
@@ -85,7 +90,7 @@ impl BenchConfig {
 
     /// Fills empty fields from `BITSPARSE_BENCH_QUICK` (1/true), `BITSPARSE_BENCH_SIZES`,
     /// `BITSPARSE_BENCH_DENSITIES`, `BITSPARSE_BENCH_DTYPES`, `BITSPARSE_BENCH_OPS` (comma lists),
-    /// `BITSPARSE_BENCH_SIGN_PACK` (`on`, `off` or `both`), `BITSPARSE_BENCH_REPS` and `BITSPARSE_BENCH_NO_VERIFY`.
+    /// `BITSPARSE_BENCH_SIGN_PACK` (`on`, `off` or `both`), `BITSPARSE_BENCH_TILE_ORDER` (`ordered`, `unordered` or `both`), `BITSPARSE_BENCH_REPS` and `BITSPARSE_BENCH_NO_VERIFY`.
     pub fn with_env(mut self) -> Result<BenchConfig> {
         let var = |k: &str| std::env::var(k).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
         if let Some(q) = var("BITSPARSE_BENCH_QUICK") {
@@ -127,6 +132,18 @@ impl BenchConfig {
                 });
             }
         }
+        if self.tile_orders.is_none() {
+            if let Some(s) = var("BITSPARSE_BENCH_TILE_ORDER") {
+                self.tile_orders = Some(match s.to_ascii_lowercase().as_str() {
+                    "both" => vec![TileOrder::Ordered, TileOrder::Unordered],
+                    one => vec![TileOrder::parse(one).map_err(|_| {
+                        Error::InvalidArgument(format!(
+                            "BITSPARSE_BENCH_TILE_ORDER=`{s}` (expected ordered, unordered or both)"
+                        ))
+                    })?],
+                });
+            }
+        }
         if self.reps.is_none() {
             if let Some(s) = var("BITSPARSE_BENCH_REPS") {
                 self.reps = Some(
@@ -163,6 +180,7 @@ impl BenchConfig {
         let r = Resolved {
             dtypes: self.dtypes.clone().unwrap_or_else(|| vec![DType::Bf16, DType::E4m3]),
             sign_pack: self.sign_pack.clone().unwrap_or_else(|| vec![false, true]),
+            tile_orders: self.tile_orders.clone().unwrap_or_else(|| vec![TileOrder::Ordered, TileOrder::Unordered]),
             densities,
             sizes,
             ops: self.ops.clone().unwrap_or_else(|| Op::ALL.to_vec()),

@@ -20,7 +20,7 @@ use bitsparse::dense_act::DenseAct;
 use bitsparse::error::{Error, Result};
 use bitsparse::format::{DType, Layout, Options};
 use bitsparse::host::sync;
-use bitsparse::BufferRange;
+use bitsparse::{BufferRange, TileOrder};
 
 use super::case::{codec_check, BatchCtx, Case, Check};
 use super::data::pre_activation;
@@ -66,15 +66,19 @@ fn dense(ctx: &BatchCtx<'_>) -> Result<DenseAct> {
     ctx.dense.get().cloned().ok_or_else(|| Error::InvalidArgument("dense kernels missing".into()))
 }
 
-/// An arena holding one tensor of the batch in `options`, or `None` where it exceeds one binding.
-fn arena(ctx: &BatchCtx<'_>, options: Options) -> Result<Option<Arena>> {
+/// An arena holding one tensor of the batch in `options`, its tiles placed in `order`, or `None` where
+/// it exceeds one binding.
+fn arena(ctx: &BatchCtx<'_>, options: Options, order: TileOrder) -> Result<Option<Arena>> {
     let limits = ctx.device.limits();
     let max = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size) / 16 * 16;
     let cap = Layout::new(ctx.dtype, ctx.n(), options)?.capacity_bytes().div_ceil(16) * 16;
     if cap > max {
         return Ok(None);
     }
-    Ok(Some(Arena::new(ctx.codec, ArenaConfig { capacity_bytes: cap, max_slots: 4, max_gates: 1 })?))
+    Ok(Some(Arena::new(
+        ctx.codec,
+        ArenaConfig { max_slots: 4, max_gates: 1, tile_order: order, ..ArenaConfig::new(cap) },
+    )?))
 }
 
 fn range(b: &wgpu::Buffer, bytes: u64) -> BufferRange<'_> {
@@ -111,10 +115,10 @@ fn slot_check(ctx: &BatchCtx<'_>, arena: &Arena, slot: &Slot, note: Option<Strin
 }
 
 /// Fused forward: z → (a, compressed relu(z) pushed into an arena reset before each repetition).
-pub fn fused_forward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Option<Box<dyn Case + 'a>>> {
+pub fn fused_forward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool, order: TileOrder) -> Result<Option<Box<dyn Case + 'a>>> {
     let Some(inp) = inputs(ctx)? else { return Ok(None) };
     let options = Options { sign_pack };
-    let Some(arena) = arena(ctx, options)? else { return Ok(None) };
+    let Some(arena) = arena(ctx, options, order)? else { return Ok(None) };
     let layout = Layout::new(ctx.dtype, ctx.n(), options)?;
     let bytes = 2 * ctx.dense_bytes() + ctx.stats.mask_and_values_bytes(&layout);
     let a = gpu::buffer(ctx.device, "bitsparse.bench.a", ctx.dense_bytes())?;
@@ -125,6 +129,7 @@ pub fn fused_forward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Option<B
         dtype: ctx.dtype,
         n: ctx.n(),
         options,
+        order,
         bytes,
         last: Default::default(),
     })))
@@ -132,6 +137,7 @@ pub fn fused_forward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Option<B
 
 struct FusedForward {
     arena: Arena,
+    order: TileOrder,
     z: wgpu::Buffer,
     a: wgpu::Buffer,
     dtype: DType,
@@ -147,6 +153,9 @@ impl Case for FusedForward {
     }
     fn sign_pack(&self) -> bool {
         self.options.sign_pack
+    }
+    fn tile_order(&self) -> Option<TileOrder> {
+        Some(self.order)
     }
     fn bytes_moved(&self) -> u64 {
         self.bytes
@@ -187,11 +196,12 @@ impl Case for FusedForward {
     }
 }
 
-/// Fused backward: (compressed r pushed once when the case is made, g) → dL/dz.
-pub fn fused_backward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Option<Box<dyn Case + 'a>>> {
+/// Fused backward: (compressed r pushed once when the case is made, g) → dL/dz, and with `with_a` also
+/// the dense a = act(r) that dW₂ needs (what a training step runs: its bytes count the extra write).
+pub fn fused_backward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool, with_a: bool) -> Result<Option<Box<dyn Case + 'a>>> {
     let Some(inp) = inputs(ctx)? else { return Ok(None) };
     let options = Options { sign_pack };
-    let Some(arena) = arena(ctx, options)? else { return Ok(None) };
+    let Some(arena) = arena(ctx, options, TileOrder::Unordered)? else { return Ok(None) };
     let b = ctx.dense_bytes();
     let scratch = gpu::buffer(ctx.device, "bitsparse.bench.a", b)?;
     let mut enc =
@@ -207,9 +217,10 @@ pub fn fused_backward<'a>(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Option<
         range(&scratch, b),
     )?;
     sync::submit(ctx.queue, [enc.finish()]);
-    let bytes = 2 * b + ctx.stats.mask_and_values_bytes(&slot.layout);
+    let bytes = (2 + with_a as u64) * b + ctx.stats.mask_and_values_bytes(&slot.layout);
     let dz = gpu::buffer(ctx.device, "bitsparse.bench.dz", b)?;
-    Ok(Some(Box::new(FusedBackward { arena, slot, g: inp.z_buf.clone(), dz, n: ctx.n(), bytes })))
+    let a = with_a.then(|| gpu::buffer(ctx.device, "bitsparse.bench.a_out", b)).transpose()?;
+    Ok(Some(Box::new(FusedBackward { arena, slot, g: inp.z_buf.clone(), dz, a, n: ctx.n(), bytes })))
 }
 
 struct FusedBackward {
@@ -217,6 +228,7 @@ struct FusedBackward {
     slot: Slot,
     g: wgpu::Buffer,
     dz: wgpu::Buffer,
+    a: Option<wgpu::Buffer>,
     n: u64,
     bytes: u64,
 }
@@ -228,24 +240,30 @@ impl Case for FusedBackward {
     fn sign_pack(&self) -> bool {
         self.slot.layout.options.sign_pack
     }
+    fn with_a(&self) -> Option<bool> {
+        Some(self.a.is_some())
+    }
     fn bytes_moved(&self) -> u64 {
         self.bytes
     }
     fn buffers(&self) -> Vec<&wgpu::Buffer> {
-        vec![&self.g, &self.dz]
+        [&self.g, &self.dz].into_iter().chain(self.a.as_ref()).collect()
     }
     fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
         let b = self.n * self.slot.layout.dtype.bytes();
-        self.arena.fused_backward(encoder, &self.slot, ACT, range(&self.g, b), range(&self.dz, b), None)
+        let a = self.a.as_ref().map(|a| range(a, b));
+        self.arena.fused_backward(encoder, &self.slot, ACT, range(&self.g, b), range(&self.dz, b), a)
     }
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
         let note = match inputs(ctx)? {
-            Some(inp) => compare(
-                ctx,
-                "fused backward dL/dz",
-                &self.dz,
-                &act::backward_dtype(&inp.r, &inp.z, self.slot.layout.dtype, ACT)?.0,
-            )?,
+            Some(inp) => {
+                let (dz, a) = act::backward_dtype(&inp.r, &inp.z, self.slot.layout.dtype, ACT)?;
+                let note = compare(ctx, "fused backward dL/dz", &self.dz, &dz)?;
+                match (note, &self.a) {
+                    (None, Some(buf)) => compare(ctx, "fused backward a", buf, &a)?,
+                    (note, _) => note,
+                }
+            }
             None => None,
         };
         slot_check(ctx, &self.arena, &self.slot, note)

@@ -295,6 +295,9 @@ mod tests {
             copy_fraction: 0.5,
             ratio,
             bound_fraction: ratio.map(|_| 0.9),
+            tile_order: None,
+            with_a: None,
+            format_version: None,
         }
     }
 

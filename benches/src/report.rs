@@ -47,6 +47,26 @@ pub struct Row {
     pub ratio: Option<f64>,
     /// Entropy bound bits ÷ achieved bits; null where it means nothing.
     pub bound_fraction: Option<f64>,
+    /// `"ordered"` / `"unordered"` on compress and fused-forward rows; null elsewhere (and in files
+    /// written before the field existed).
+    #[serde(default)]
+    pub tile_order: Option<String>,
+    /// Fused-backward rows: whether it also wrote the dense `a` for dW₂; null elsewhere.
+    #[serde(default)]
+    pub with_a: Option<bool>,
+    /// Codec rows: the stream's format version; null elsewhere.
+    #[serde(default)]
+    pub format_version: Option<u32>,
+}
+
+/// The row's variant column: its tile order, or for a fused backward whether it also wrote `a`.
+fn variant(r: &Row) -> String {
+    match (&r.tile_order, r.with_a) {
+        (Some(o), _) => o.clone(),
+        (None, Some(true)) => "with a".into(),
+        (None, Some(false)) => "dL/dz only".into(),
+        (None, None) => "–".into(),
+    }
 }
 
 /// A whole run.
@@ -104,19 +124,22 @@ impl BenchReport {
             let _ = writeln!(s, "## {} elements ({})\n", n, human(*n));
             let _ = writeln!(
                 s,
-                "| op | dtype | sign pack | density | measured | reps | ms | GB/s | × copy | ratio | bound |"
+                "| op | variant | dtype | sign pack | density | measured | reps | ms | GB/s | × copy | ratio | bound |"
             );
-            let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+            let _ = writeln!(s, "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
             let mut rows: Vec<&Row> = self.rows.iter().filter(|r| r.elements == *n).collect();
             rows.sort_by(|x, y| {
-                (x.op, &x.dtype, x.sign_pack).cmp(&(y.op, &y.dtype, y.sign_pack)).then(y.density.total_cmp(&x.density))
+                (x.op, &x.tile_order, x.with_a, &x.dtype, x.sign_pack)
+                    .cmp(&(y.op, &y.tile_order, y.with_a, &y.dtype, y.sign_pack))
+                    .then(y.density.total_cmp(&x.density))
             });
             for r in rows {
                 let opt = |v: Option<f64>, p: usize| v.map_or("–".to_string(), |v| format!("{v:.p$}"));
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {:.4} | {} | {} | {} | {:.3} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {:.4} | {} | {} | {} | {:.3} | {} | {} |",
                     r.op,
+                    variant(r),
                     r.dtype,
                     if r.sign_pack { "yes" } else { "no" },
                     r.density,
@@ -263,6 +286,9 @@ mod tests {
                 copy_fraction: 1.0,
                 ratio: None,
                 bound_fraction: None,
+                tile_order: None,
+                with_a: None,
+                format_version: None,
             }],
             notes: vec!["n".into()],
             context: vec![],
@@ -274,6 +300,6 @@ mod tests {
         assert!(v.get("notes").is_none());
         let keys: Vec<&String> = v["rows"][0].as_object().unwrap().keys().collect();
         assert_eq!(keys.len(), 12);
-        assert!(r.to_markdown().contains("| copy | bf16 |"));
+        assert!(r.to_markdown().contains("| copy | – | bf16 |"));
     }
 }

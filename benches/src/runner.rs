@@ -205,18 +205,14 @@ fn time_again(copies: &[f64], best_copy: Option<f64>) -> bool {
 fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: Option<f64>) -> Result<BatchOut> {
     // The copy case always runs: every row's copy_fraction needs it. Its rows appear only if asked for.
     let mut cases: Vec<Box<dyn Case + '_>> = Vec::new();
-    if let Some(c) = case::make(Op::Copy, false, ctx)? {
-        cases.push(c);
-    }
+    cases.extend(case::make(Op::Copy, false, &[], ctx)?);
     for &op in sweep.ops.iter().filter(|&&o| o != Op::Copy) {
         if !case::implemented(op) {
             continue;
         }
         let modes: &[bool] = if op.uses_sign_pack() { &sweep.sign_pack } else { &[false] };
         for &sp in modes {
-            if let Some(c) = case::make(op, sp, ctx)? {
-                cases.push(c);
-            }
+            cases.extend(case::make(op, sp, &sweep.tile_orders, ctx)?);
         }
     }
     let copy_bytes = cases[0].bytes_moved() as f64;
@@ -281,6 +277,9 @@ fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: O
             copy_fraction: if c.op() == Op::Copy { 1.0 } else { g / copy_gbps },
             ratio: check.ratio,
             bound_fraction: check.bound_fraction,
+            tile_order: c.tile_order().map(|o| o.name().to_string()),
+            with_a: c.with_a(),
+            format_version: matches!(c.op(), Op::Compress | Op::Decompress).then_some(1),
         });
     }
     Ok(out)

@@ -24,5 +24,5 @@ mod words;
 
 pub use compress::{compress, count_nonzeros};
 pub use decompress::{decompress, decompress_range, validate};
-pub use place::{compact, place_chunked};
+pub use place::{compact, place_chunked, place_shuffled};
 pub use synth::{synthetic_bits, synthetic_relu2, SplitMix64, SPECIAL32};

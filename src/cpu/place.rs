@@ -68,3 +68,44 @@ pub fn place_chunked(stream: &[u8], chunk_tiles: u64) -> Result<Vec<u8>> {
     }
     assemble(&p, &offsets, next)
 }
+
+/// Re-places a valid stream the way an unordered writer may (FORMAT.md §7): the tiles' streams in the
+/// order of a permutation drawn from `seed`, each after a gap of 0–3 words of unspecified bytes
+/// (0xA5) while the worst case leaves room, `VALUE_WORDS` where the last one ends. The CPU model of `TileOrder::Unordered` (which leaves
+/// no gaps; a decoder must accept them anyway): tests feed it to every decoder.
+pub fn place_shuffled(stream: &[u8], seed: u64) -> Result<Vec<u8>> {
+    let p = parse(stream)?;
+    let mut rng = super::SplitMix64(seed);
+    let mut order: Vec<usize> = (0..p.spans.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+    let mut offsets = vec![0u64; p.spans.len()];
+    let mut next = 0u64;
+    // Gaps only within the worst case's slack (rule 5 bounds VALUE_WORDS by it).
+    let total: u64 = p.spans.iter().map(|s| s.words).sum();
+    let mut slack = p.layout.values_capacity.saturating_sub(total);
+    for &t in &order {
+        let gap = (rng.next_u64() % 4).min(slack);
+        slack -= gap;
+        next += gap;
+        offsets[t] = next;
+        next += p.spans[t].words;
+    }
+    // The end is where the last stream ends (rule 10): a trailing gap is not part of the section.
+    let end = order.iter().map(|&t| offsets[t] + p.spans[t].words).max().unwrap_or(0);
+    let mut out = assemble(&p, &offsets, end)?;
+    let values = p.layout.values_offset as usize * 4;
+    let mut filled = vec![false; end as usize];
+    for (t, &off) in offsets.iter().enumerate() {
+        for w in off..off + p.spans[t].words {
+            filled[w as usize] = true;
+        }
+    }
+    for (w, f) in filled.iter().enumerate() {
+        if !f {
+            out[values + w * 4..values + w * 4 + 4].fill(0xA5);
+        }
+    }
+    Ok(out)
+}

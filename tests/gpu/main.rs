@@ -23,6 +23,7 @@ mod gpu_codec;
 mod multi_device;
 mod no_host_sync;
 mod pooled;
+mod unordered;
 
 fn main() {
     let tests = [
@@ -39,6 +40,7 @@ fn main() {
         multi_device::tests(),
         no_host_sync::tests(),
         pooled::tests(),
+        unordered::tests(),
     ];
     common::harness::main(tests.into_iter().flatten().collect())
 }
