@@ -299,7 +299,11 @@ mod tests {
         assert!(v["rows"][0]["ratio"].is_null());
         assert!(v.get("notes").is_none());
         let keys: Vec<&String> = v["rows"][0].as_object().unwrap().keys().collect();
-        assert_eq!(keys.len(), 12);
+        // CONVENTIONS.md's 12 row fields and its 3 extensions (null on a copy row).
+        assert_eq!(keys.len(), 15);
+        for k in ["tile_order", "with_a", "format_version"] {
+            assert!(v["rows"][0][k].is_null(), "{k} on a copy row");
+        }
         assert!(r.to_markdown().contains("| copy | – | bf16 |"));
     }
 }

@@ -61,13 +61,25 @@ fn bench_quick_sweep_json_is_sane() {
     for op in [Op::FusedForward, Op::FusedBackward, Op::PlainForward, Op::PlainBackward] {
         assert!(report.rows.iter().filter(|r| r.op == op).all(|r| r.dtype == "bf16"), "{op} rows for a non-BF16 batch");
     }
-    // 2 dtypes × 3 densities × 2 sizes batches; copy once and compress/decompress twice (sign modes) each;
-    // the BF16 half of them also fused (twice) and plain (once) rows.
+    // 2 dtypes × 3 densities × 2 sizes batches; copy once, decompress twice (sign modes) and compress
+    // four times (sign modes × tile orders) each; the BF16 half of them also fused forward (sign modes ×
+    // tile orders), fused backward (sign modes × with/without a) and plain (once) rows.
     let count = |op: Op| report.rows.iter().filter(|r| r.op == op).count();
     assert_eq!(count(Op::Copy), 12);
-    assert_eq!(count(Op::Compress), 24);
-    assert_eq!(count(Op::FusedForward), 12);
+    assert_eq!(count(Op::Compress), 48);
+    assert_eq!(count(Op::Decompress), 24);
+    assert_eq!(count(Op::FusedForward), 24);
+    assert_eq!(count(Op::FusedBackward), 24);
     assert_eq!(count(Op::PlainBackward), 6);
+    let count_where = |op: Op, f: &dyn Fn(&bitsparse_bench::report::Row) -> bool| {
+        report.rows.iter().filter(|r| r.op == op && f(r)).count()
+    };
+    for order in ["ordered", "unordered"] {
+        assert_eq!(count_where(Op::Compress, &|r| r.tile_order.as_deref() == Some(order)), 24, "{order}");
+        assert_eq!(count_where(Op::FusedForward, &|r| r.tile_order.as_deref() == Some(order)), 12, "{order}");
+    }
+    assert_eq!(count_where(Op::FusedBackward, &|r| r.with_a == Some(true)), 12);
+    assert_eq!(count_where(Op::Decompress, &|r| r.tile_order.is_none() && r.format_version == Some(1)), 24);
     // The fused forward stores what compress stores for the same support: the same ratio.
     for f in report.rows.iter().filter(|r| r.op == Op::FusedForward) {
         let c = report

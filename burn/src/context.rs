@@ -4,9 +4,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer};
 use bitsparse::host::sync;
-use bitsparse::{Codec, DType};
+use bitsparse::{Codec, DType, TileOrder};
 use burn::backend::DispatchDevice;
 use burn::tensor::Device;
+use burn_cubecl::cubecl::device_handle::DeviceHandle;
+use burn_cubecl::cubecl::wgpu::{AutoCompiler, WgpuServer};
 use burn_cubecl::CubeDevice;
 
 use crate::error::{Error, Result};
@@ -21,11 +23,15 @@ pub struct BitSparseConfig {
     pub max_slots: u32,
     /// Store values without their sign bit (relu(z) has none): 31-bit F32 / 15-bit F16 values.
     pub sign_pack: bool,
+    /// How the fused forward's tiles claim their place in the arena: unordered (one atomic per tile,
+    /// no chain; the default) or ordered (deterministic stream bytes; the decoded activations and so
+    /// every gradient are the same either way).
+    pub tile_order: TileOrder,
 }
 
 impl Default for BitSparseConfig {
     fn default() -> Self {
-        BitSparseConfig { arena_bytes: 64 << 20, max_slots: 1024, sign_pack: true }
+        BitSparseConfig { arena_bytes: 64 << 20, max_slots: 1024, sign_pack: true, tile_order: TileOrder::Unordered }
     }
 }
 
@@ -53,7 +59,14 @@ pub struct StepReport {
     /// buffers behind tensors, recording and submitting), in nanoseconds: what the ops add to a step that
     /// waits on its host side.
     pub op_host_ns: u64,
+    /// Time the step's BitSparse ops spent on CubeCL's server thread of the device (flushing Burn's
+    /// stream, buffer lookups, recording and submitting), in nanoseconds. That thread also records
+    /// Burn's own kernels, so this is added to its work, not to the training thread's.
+    pub op_server_ns: u64,
 }
+
+/// CubeCL's server of a Burn wgpu device: the one thread that records and submits its work.
+pub(crate) type Server = WgpuServer<AutoCompiler>;
 
 /// The state of one device: its wgpu handles, codec, arena, and what its ops met this step.
 pub(crate) struct DeviceCtx {
@@ -61,6 +74,8 @@ pub(crate) struct DeviceCtx {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) codec: Codec,
+    /// The device's CubeCL server thread: the ops run there, in order with Burn's work, unwaited.
+    pub(crate) server: DeviceHandle<Server>,
     pub(crate) arena: Mutex<Arena>,
     pub(crate) config: BitSparseConfig,
     state: Mutex<StepState>,
@@ -74,6 +89,7 @@ struct StepState {
     tensors: u64,
     dense_bytes: u64,
     host_ns: u64,
+    server_ns: u64,
 }
 
 impl DeviceCtx {
@@ -95,6 +111,17 @@ impl DeviceCtx {
 
     pub(crate) fn count_host_time(&self, d: std::time::Duration) {
         self.state().host_ns += d.as_nanos() as u64;
+    }
+
+    /// Queues `task` on the device's CubeCL server thread, after every task queued there before it,
+    /// without waiting. CubeCL's `DeviceHandle::submit` hands a closure to that thread; it is not a GPU
+    /// queue submission (the tasks' own GPU submits go through `bitsparse::host::sync::enqueue`, counted).
+    pub(crate) fn on_server_thread(&self, task: impl FnOnce(&mut Server) + Send + 'static) {
+        DeviceHandle::submit(&self.server, task)
+    }
+
+    pub(crate) fn count_server_time(&self, d: std::time::Duration) {
+        self.state().server_ns += d.as_nanos() as u64;
     }
 
     pub(crate) fn count_push(&self, dense_bytes: u64) {
@@ -155,6 +182,7 @@ impl BitSparse {
         if self.lookup(&cube).is_ok() {
             return Err(Error::Unsupported(format!("{cube:?} already has a BitSparse context")));
         }
+        let server = server_of(&cube)?;
         let codec = Codec::new(wgpu_device)?;
         let arena = make_arena(&codec, &self.config, self.config.arena_bytes)?;
         arena.prepare_fused(DType::F32)?;
@@ -165,6 +193,7 @@ impl BitSparse {
             device: wgpu_device.clone(),
             queue: queue.clone(),
             codec,
+            server,
             arena: Mutex::new(arena),
             config: self.config,
             state: Mutex::new(StepState::default()),
@@ -212,17 +241,24 @@ impl BitSparse {
     /// that was never run backward become invalid.
     pub fn begin_step(&self, device: &Device) -> Result<()> {
         let d = self.of(device)?;
-        let arena = d.arena();
-        let mut enc = d
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.burn.begin_step") });
-        arena.reset(&mut enc);
-        sync::enqueue(&d.queue, [enc.finish()]);
-        let mut st = d.state();
-        st.error = None;
-        st.tensors = 0;
-        st.dense_bytes = 0;
-        st.host_ns = 0;
+        // On the server thread, like the ops: after the previous step's ops however far behind they
+        // are, before this step's.
+        let c = d.clone();
+        d.on_server_thread(move |_: &mut Server| {
+            let arena = c.arena();
+            let mut enc = c
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.burn.begin_step") });
+            arena.reset(&mut enc);
+            sync::enqueue(&c.queue, [enc.finish()]);
+            drop(arena);
+            let mut st = c.state();
+            st.error = None;
+            st.tensors = 0;
+            st.dense_bytes = 0;
+            st.host_ns = 0;
+            st.server_ns = 0;
+        });
         Ok(())
     }
 
@@ -248,6 +284,7 @@ impl BitSparse {
             tensors: st.tensors,
             dense_bytes: st.dense_bytes,
             op_host_ns: st.host_ns,
+            op_server_ns: st.server_ns,
         })
     }
 
@@ -255,6 +292,8 @@ impl BitSparse {
     /// far used (at least double after an overflow); returns the new capacity. Call between steps.
     pub fn grow(&self, device: &Device) -> Result<u64> {
         let d = self.of(device)?;
+        // Every queued op has run (and used the old arena) before it is replaced.
+        device.flush().map_err(|e| Error::Burn(format!("flushing the device: {e:?}")))?;
         let want = d.state().sizer.recommended_bytes();
         let limits = d.device.limits();
         let max = (limits.max_storage_buffer_binding_size.min(limits.max_buffer_size) / 16) * 16;
@@ -268,7 +307,22 @@ impl BitSparse {
     }
 }
 
+/// The CubeCL server behind a Burn wgpu device (the one Burn's tensors on it use).
+fn server_of(cube: &CubeDevice) -> Result<DeviceHandle<Server>> {
+    use burn::backend::Device as _;
+    match cube {
+        CubeDevice::Wgpu(w) => Ok(DeviceHandle::<Server>::new(w.to_id())),
+        #[allow(unreachable_patterns)]
+        other => Err(Error::Unsupported(format!("BitSparse runs on Burn's wgpu devices, not {other:?}"))),
+    }
+}
+
 fn make_arena(codec: &Codec, config: &BitSparseConfig, bytes: u64) -> Result<Arena> {
-    let cfg = ArenaConfig { capacity_bytes: bytes, max_slots: config.max_slots, max_gates: 1 };
+    let cfg = ArenaConfig {
+        max_slots: config.max_slots,
+        max_gates: 1,
+        tile_order: config.tile_order,
+        ..ArenaConfig::new(bytes)
+    };
     Ok(Arena::new(codec, cfg)?)
 }

@@ -33,6 +33,8 @@ mod error;
 mod module;
 mod ops;
 
+/// How the fused forward places its tiles ([`BitSparseConfig::tile_order`]).
+pub use bitsparse::TileOrder;
 pub use context::{BitSparse, BitSparseConfig, StepReport};
 pub use error::{CodecError, Error, Result};
 pub use module::{BitSparseMlp, BitSparseMlpConfig, MlpActivation};

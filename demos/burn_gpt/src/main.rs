@@ -27,6 +27,11 @@ pub struct Args {
     /// Measured (timed and compared) training steps per mode.
     #[arg(long, default_value_t = 8)]
     pub steps: u64,
+    /// Dense training steps before the run (from the seed's initial weights; untimed, not compared), so
+    /// that every mode starts from one model whose relu(z) has the density training gives it instead of
+    /// the ~50% of a fresh initialisation. The modes then start with fresh AdamW states.
+    #[arg(long, default_value_t = 0)]
+    pub pretrain: u64,
     /// Warm-up steps per mode on throwaway copies (Burn's autotune picks its kernels there).
     #[arg(long, default_value_t = 2)]
     pub warmup: u64,
@@ -64,6 +69,10 @@ pub struct Args {
     /// Initial BitSparse arena size in MiB (grown, and the step re-run, on an overflow).
     #[arg(long, default_value_t = 16)]
     pub arena_mb: u64,
+    /// How the fused forward's tiles claim their place in the arena: unordered (one atomic per tile)
+    /// or ordered (the chained scan; deterministic stream bytes). Gradients are the same either way.
+    #[arg(long, default_value = "unordered", value_parser = parse_order)]
+    pub tile_order: bitsparse_burn::TileOrder,
     /// Print one JSON document on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -76,6 +85,10 @@ pub struct Args {
     /// Exit 1 unless every BitSparse mode was bit-identical to its dense partner.
     #[arg(long)]
     pub require_identical: bool,
+}
+
+fn parse_order(s: &str) -> Result<bitsparse_burn::TileOrder, String> {
+    bitsparse_burn::TileOrder::parse(s).map_err(|e| e.to_string())
 }
 
 impl Args {

@@ -23,6 +23,8 @@ pub fn json(args: &Args, r: &RunResult) -> Value {
     let mut doc = Map::new();
     doc.insert("steps".into(), json!(args.steps));
     doc.insert("warmup".into(), json!(args.warmup));
+    doc.insert("pretrain_steps".into(), json!(args.pretrain));
+    doc.insert("pretrain_loss".into(), json!(r.pretrain_loss));
     doc.insert("adapter".into(), json!(r.adapter));
     doc.insert(
         "config".into(),
@@ -30,6 +32,7 @@ pub fn json(args: &Args, r: &RunResult) -> Value {
             "d_model": args.d_model, "n_layer": args.n_layer, "n_head": args.n_head, "context": args.context,
             "batch": args.batch, "lr": args.lr, "seed": args.seed, "vocab": r.shape.vocab,
             "d_ff": 4 * args.d_model, "activation": "relu2", "dtype": "f32", "arena_mb": args.arena_mb,
+            "tile_order": args.tile_order.name(),
         }),
     );
     doc.insert("modes".into(), json!(r.modes.keys().map(|m| m.name()).collect::<Vec<_>>()));
@@ -78,6 +81,7 @@ fn measurements(r: &RunResult) -> Value {
                 "losses_all": m.losses,
                 "arena_used_bytes_last_step": m.arena_used_bytes,
                 "op_host_ms_all": m.op_host_ms,
+                "op_server_ms_all": m.op_server_ms,
             }),
         );
     }

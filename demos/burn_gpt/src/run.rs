@@ -15,6 +15,8 @@ use crate::Args;
 
 /// Batch indices of the warm-up steps start here, away from the measured ones (0..steps).
 const WARMUP_BATCHES: u64 = 1 << 40;
+/// Batch indices of the pre-training steps start here.
+const PRETRAIN_BATCHES: u64 = 1 << 41;
 
 /// The wgpu adapter the run used.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -46,6 +48,9 @@ pub struct ModeResult {
     pub overflows: u32,
     /// Host time the BitSparse ops took in each measured step, ms (`StepReport::op_host_ns`).
     pub op_host_ms: Vec<f64>,
+    /// Time the BitSparse ops took on CubeCL's server thread in each measured step, ms
+    /// (`StepReport::op_server_ns`).
+    pub op_server_ms: Vec<f64>,
 }
 
 impl ModeResult {
@@ -195,6 +200,8 @@ pub struct RunResult {
     pub tokens_per_step: usize,
     /// Wall clock of the whole run (device set-up to the last measurement), seconds.
     pub run_seconds: f64,
+    /// Loss of the last pre-training step (`--pretrain`).
+    pub pretrain_loss: Option<f32>,
 }
 
 impl RunResult {
@@ -222,7 +229,8 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
         driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
     };
     eprintln!("adapter: {} ({})", adapter.name, adapter.backend);
-    let config = BitSparseConfig::with_arena_bytes(args.arena_mb << 20);
+    let config =
+        BitSparseConfig { tile_order: args.tile_order, ..BitSparseConfig::with_arena_bytes(args.arena_mb << 20) };
     let ctx =
         BitSparse::new(&base, &setup.device, &setup.queue, config).map_err(|e| format!("bitsparse context: {e}"))?;
 
@@ -238,6 +246,7 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
     base.seed(args.seed);
     let initial = Gpt::new(&shape, &base, &ctx);
     initial.materialize_params();
+    let (initial, pretrain_loss) = pretrain(args, initial, &base, &ctx, &sampler)?;
     let mut trainers: Vec<Trainer> = modes.iter().map(|&m| Trainer::new(m, &base, &initial, args.lr, &ctx)).collect();
     drop(initial);
 
@@ -269,6 +278,7 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
                 r.arena_used_bytes = Some(rep.used_bytes);
                 r.arena_capacity_bytes = Some(rep.capacity_bytes);
                 r.op_host_ms.push(rep.op_host_ns as f64 / 1e6);
+                r.op_server_ms.push(rep.op_server_ns as f64 / 1e6);
             }
             outcomes.insert(t.mode, out);
         }
@@ -307,7 +317,33 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
         final_density,
         tokens_per_step: args.batch * args.context,
         run_seconds: started.elapsed().as_secs_f64(),
+        pretrain_loss,
     })
+}
+
+/// `--pretrain` steps of dense training from `initial`; the trained weights, bit-exact, on `base`.
+fn pretrain(
+    args: &Args,
+    initial: Gpt,
+    base: &Device,
+    ctx: &BitSparse,
+    sampler: &Sampler,
+) -> Result<(Gpt, Option<f32>), String> {
+    if args.pretrain == 0 {
+        return Ok((initial, None));
+    }
+    let mut t = Trainer::new(Mode::Dense, base, &initial, args.lr, ctx);
+    let mut loss = None;
+    for i in 0..args.pretrain {
+        let out = t.step(&sampler.batch(PRETRAIN_BATCHES + i)).map_err(|e| format!("pre-training step: {e}"))?;
+        loss = Some(out.loss);
+        if i % 100 == 0 || i + 1 == args.pretrain {
+            eprintln!("pre-training step {i}: loss {:.4} ({:.0} ms)", out.loss, out.elapsed.as_secs_f64() * 1e3);
+        }
+    }
+    let trained = t.model.copy_to(base);
+    trained.materialize_params();
+    Ok((trained, loss))
 }
 
 fn step_err(t: &Trainer, e: &bitsparse_burn::Error) -> String {
