@@ -618,6 +618,17 @@ impl StatusRequest {
         });
     }
 
+    /// Waits for the map to complete (collecting the read [`StatusRequest::start`] counted) and returns
+    /// the status.
+    pub fn wait(&self, device: &wgpu::Device) -> Result<ArenaStatus> {
+        if let Some(s) = self.try_take() {
+            return s;
+        }
+        sync::wait_mapped(device)?;
+        self.try_take()
+            .unwrap_or_else(|| Err(Error::Sync("the status map did not complete (was the copy submitted?)".into())))
+    }
+
     /// The status, once the map has completed (the caller polls the device when it likes).
     pub fn try_take(&self) -> Option<Result<ArenaStatus>> {
         let r = self.done.lock().unwrap_or_else(|e| e.into_inner()).take()?;

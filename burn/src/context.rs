@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer};
+use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, StatusRequest};
 use bitsparse::host::sync;
 use bitsparse::{Codec, DType, TileOrder};
 use burn::backend::DispatchDevice;
@@ -86,6 +86,9 @@ struct StepState {
     /// The first error an op met since the step began (ops cannot return errors through Burn).
     error: Option<Error>,
     sizer: ArenaSizer,
+    /// The step's status read, started by [`BitSparse::request_status`] and collected by
+    /// [`BitSparse::finish_step`].
+    pending: Option<StatusRequest>,
     tensors: u64,
     dense_bytes: u64,
     host_ns: u64,
@@ -258,19 +261,54 @@ impl BitSparse {
             st.dense_bytes = 0;
             st.host_ns = 0;
             st.server_ns = 0;
+            st.pending = None;
         });
         Ok(())
     }
 
-    /// Ends a step on `device` between the backward and the optimizer step: flushes Burn's pending work
-    /// (so every op of the step has run), reads the arena's status once (the step's one counted host
-    /// synchronisation: it waits for the step's GPU work, as reading the loss would), and returns the
-    /// step's use, or the first error: [`Error::ArenaOverflow`] when a compressed tensor did not fit —
-    /// that step's gradients are wrong and must not be applied; [`BitSparse::grow`], then re-run the step.
+    /// Starts the step's status read on `device` right after the backward, without waiting: Burn's
+    /// pending work is submitted, then a copy of the arena's status words and its map (the step's one
+    /// counted host synchronisation) are queued behind it. Record the optimizer step next (on a copy of
+    /// the model and optimizer, which Burn's immutable tensors make cheap), then
+    /// [`BitSparse::finish_step`] collects the status and says whether to keep that update.
+    ///
+    /// Why: a blocking read between the backward and the optimizer drains the GPU, which then idles
+    /// while the host records the optimizer. Measured on the H200 (GPT d = 768, 12 layers, 4,096
+    /// tokens, `demos/burn_gpt/results/`): a dense step with such a wait took 164.9 ms instead of
+    /// 149.6; the BitSparse step without it 150.6 ms against dense 149.6.
+    pub fn request_status(&self, device: &Device) -> Result<()> {
+        let d = self.of(device)?;
+        device.flush().map_err(|e| Error::Burn(format!("flushing the device: {e:?}")))?;
+        let c = d.clone();
+        d.on_server_thread(move |_: &mut Server| {
+            let mut enc = c
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.burn.status") });
+            let request = c.arena().request_status(&mut enc);
+            sync::enqueue(&c.queue, [enc.finish()]);
+            request.start();
+            c.state().pending = Some(request);
+        });
+        Ok(())
+    }
+
+    /// Ends a step on `device`: reads the arena's status (the one started by
+    /// [`BitSparse::request_status`], or now, blocking, if none was) and returns the step's use, or the
+    /// first error: [`Error::ArenaOverflow`] when a compressed tensor did not fit — that step's
+    /// gradients are wrong: an update recorded from them must be dropped (keep the model and optimizer
+    /// from before it); [`BitSparse::grow`], then re-run the step.
+    ///
+    /// Without `request_status`, call it between the backward and the optimizer step: it flushes
+    /// Burn's work and waits for it (as reading the loss would), which on the H200 cost a GPT step
+    /// 15 ms (+10%) of GPU idle time.
     pub fn finish_step(&self, device: &Device) -> Result<StepReport> {
         let d = self.of(device)?;
         device.flush().map_err(|e| Error::Burn(format!("flushing the device: {e:?}")))?;
-        let status = d.arena().read_status(&d.queue)?;
+        let pending = d.state().pending.take();
+        let status = match pending {
+            Some(request) => request.wait(&d.device)?,
+            None => d.arena().read_status(&d.queue)?,
+        };
         let mut st = d.state();
         st.sizer.observe(&status);
         if let Some(e) = st.error.take() {

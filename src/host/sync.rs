@@ -75,6 +75,14 @@ pub fn map_read_async(
     slice.map_async(wgpu::MapMode::Read, callback);
 }
 
+/// Waits for the device's submitted work so that reads started with [`map_read_async`] complete and
+/// their callbacks run. Not counted again: it collects a read already counted when it was started
+/// (`docs/CONVENTIONS.md`: an asynchronous status read, issued and collected later, counts as one). Call
+/// it only to collect such a read.
+pub fn wait_mapped(device: &wgpu::Device) -> Result<()> {
+    device.poll(wgpu::PollType::wait_indefinitely()).map(|_| ()).map_err(|e| Error::Sync(e.to_string()))
+}
+
 /// Reads `size` bytes at `offset` of a buffer with `COPY_SRC` usage: copies them into a staging buffer,
 /// submits, waits, maps. For tests, the CLI and tools, never for the training path.
 pub fn read_buffer(

@@ -216,6 +216,20 @@ fn no_host_sync_burn_f32() {
     assert!(submits >= 3, "expected the reset, the fused forward and the fused backward to be enqueued");
     assert_eq!(finish, one_read, "finish_step does more than one status read");
     drop(grads);
+    // The deferred read: started after the backward, collected after the optimizer was recorded.
+    let before = sync::host_syncs();
+    ctx.begin_step(&device).unwrap();
+    let loss = m.forward(x.clone()).sum();
+    let grads = loss.backward();
+    device.flush().unwrap();
+    assert_eq!(sync::host_syncs() - before, 0, "forward + backward waited on the GPU (deferred read)");
+    ctx.request_status(&device).unwrap();
+    let candidate = SgdConfig::new().init().step(0.05, m.clone(), GradientsParams::from_grads(grads, &m));
+    ctx.finish_step(&device).unwrap();
+    let deferred = sync::host_syncs() - before;
+    eprintln!("deferred status read: {deferred} counted host synchronisation(s) in the whole step");
+    assert_eq!(deferred, 1, "request_status + finish_step must be one counted status read");
+    drop(candidate);
 }
 
 /// An arena too small for the step: `finish_step` says so, typed, before the optimizer; `grow` and the
@@ -239,6 +253,34 @@ fn arena_overflow_burn_f32() {
     // Recovery: grow, re-run the same step.
     let grown = ctx.grow(&device).expect("grow");
     assert!(grown >= 2048, "grew to {grown}");
+    let (_, sb) = step(bs, &x, &target, Some(&ctx));
+    let (_, sd) = step(dense, &x, &target, None);
+    assert_eq!(sb, sd, "the re-run step differs from the dense one");
+}
+
+/// The deferred status read sees an overflow too: the update recorded from the bad gradients is dropped
+/// (the kept model's weights are those from before the step), and the grown, re-run step equals dense.
+fn arena_overflow_burn_f32_deferred() {
+    let device = shared().device.clone().autodiff();
+    let ctx = context(1024);
+    let (bs, dense) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
+    warm_up(&dense, &device, FloatDType::F32, &[5 * T]);
+    let x = Tensor::<2>::random([5 * T, D], Distribution::Normal(0.0, 1.0), &device);
+    let target = Tensor::<2>::zeros([5 * T, D], &device);
+    let before = params(&bs);
+    ctx.begin_step(&device).unwrap();
+    let y = bs.forward(x.clone().require_grad());
+    let grads = (y.clone() * y).mean().backward();
+    ctx.request_status(&device).unwrap();
+    let candidate = SgdConfig::new().init().step(0.05, bs.clone(), GradientsParams::from_grads(grads, &bs));
+    match ctx.finish_step(&device) {
+        Err(Error::ArenaOverflow { capacity, .. }) => assert_eq!(capacity, 1024),
+        other => panic!("expected ArenaOverflow, got {other:?}"),
+    }
+    assert_ne!(params(&candidate), before, "the dropped update did change the weights (test premise)");
+    drop(candidate);
+    assert_eq!(params(&bs), before, "the kept model changed");
+    ctx.grow(&device).expect("grow");
     let (_, sb) = step(bs, &x, &target, Some(&ctx));
     let (_, sd) = step(dense, &x, &target, None);
     assert_eq!(sb, sd, "the re-run step differs from the dense one");
@@ -296,6 +338,7 @@ pub fn tests() -> Vec<Test> {
         burn_test!(train_bit_identical_burn_f32_relu2_checkpointed),
         burn_test!(no_host_sync_burn_f32),
         burn_test!(arena_overflow_burn_f32),
+        burn_test!(arena_overflow_burn_f32_deferred),
         burn_test!(strided_inputs_burn_f32),
         burn_test!(inference_is_dense_burn_f32),
     ]

@@ -341,7 +341,7 @@ fn pretrain(
             eprintln!("pre-training step {i}: loss {:.4} ({:.0} ms)", out.loss, out.elapsed.as_secs_f64() * 1e3);
         }
     }
-    let trained = t.model.copy_to(base);
+    let trained = t.model.valid();
     trained.materialize_params();
     Ok((trained, loss))
 }

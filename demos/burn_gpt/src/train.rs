@@ -156,12 +156,28 @@ impl Trainer {
         }
         let loss = self.model.loss(inputs, targets);
         let grads = loss.backward();
+        // The status read starts now and is collected after the optimizer step has been recorded and
+        // flushed, so the GPU never idles for it; on an overflow the recorded update is dropped (the
+        // model and optimizer from before it are kept) and the step re-runs.
+        if let Some(ctx) = &self.ctx {
+            ctx.request_status(&self.device)?;
+        }
+        let grads = GradientsParams::from_grads(grads, &self.model);
+        let before = self.ctx.is_some().then(|| self.optim.clone());
+        let candidate = self.optim.step(self.lr, self.model.clone(), grads);
         let report = match &self.ctx {
-            Some(ctx) => Some(ctx.finish_step(&self.device)?),
+            Some(ctx) => match ctx.finish_step(&self.device) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    if let Some(o) = before {
+                        self.optim = o;
+                    }
+                    return Err(e);
+                }
+            },
             None => None,
         };
-        let grads = GradientsParams::from_grads(grads, &self.model);
-        self.model = self.optim.step(self.lr, self.model.clone(), grads);
+        self.model = candidate;
         let loss = read_scalar(loss);
         self.device.sync().map_err(|e| BsError::Burn(format!("sync: {e:?}")))?;
         Ok(StepOutcome { loss, elapsed: start.elapsed(), report })
