@@ -139,10 +139,11 @@ impl DeviceCtx {
 /// (Burn's data-parallel `fork`) find their own device's state through it. Nothing is process-global.
 ///
 /// The step protocol, per device: [`BitSparse::begin_step`] before the forward (empties that device's
-/// arena, no wait); forward and backward record and submit without waiting; [`BitSparse::finish_step`]
-/// between the backward and the optimizer step does the step's one status read and returns
-/// [`Error::ArenaOverflow`] (or an op's error) before any gradient is applied; after an overflow,
-/// [`BitSparse::grow`] and re-run the step.
+/// arena, no wait); forward and backward record and submit without waiting;
+/// [`BitSparse::request_status`] right after the backward starts the step's one status read; the
+/// optimizer step is recorded on copies of the model and optimizer; [`BitSparse::finish_step`] collects
+/// the read and returns [`Error::ArenaOverflow`] (or an op's error) before that update is kept; after an
+/// overflow, drop it, [`BitSparse::grow`] and re-run the step.
 #[derive(Clone)]
 pub struct BitSparse {
     devices: Arc<Mutex<Vec<Arc<DeviceCtx>>>>,

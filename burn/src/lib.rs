@@ -20,7 +20,9 @@
 //! let x = Tensor::<3>::ones([4, 256, 768], &device);
 //! let loss = mlp.forward(x).sum();
 //! let grads = loss.backward();
-//! ctx.finish_step(&device).unwrap(); // the step's one status read: an overflow is an error here
+//! ctx.request_status(&device).unwrap(); // the step's one status read starts here, unwaited
+//! // ... record the optimizer step on a copy of the model here ...
+//! ctx.finish_step(&device).unwrap(); // and is collected here: an overflow is an error, drop that update
 //! # let _ = grads;
 //! ```
 //!

@@ -10,9 +10,10 @@
 //! `B::linear_bias_backward` exactly as Burn's `linear` autodiff does; the fused kernels compute
 //! a = r·r, t = g·r, dr = t + t, dL/dz = dr where r > 0 with one rounding each, as Burn's `mul`,
 //! gradient accumulation and `relu_backward` do (F16: dr = 2·g·r rounded once, as Burn's fused kernel
-//! computes it; `docs/FUSED.md`). Measured on the H200 (`demos/burn_gpt/results/`): the block keeps
-//! 5.1 KB per token instead of 36.9 KB at d = 768 and early-training density; each op costs about 1 ms
-//! of host time (flush, buffer lookups, submit), which is what its step-time overhead is made of.
+//! computes it; `docs/FUSED.md`). Measured on the H200 (`demos/burn_gpt/results/`, d = 768, 12 layers,
+//! context 256, after 1,500 pre-training steps): the block keeps 2.4 KB per token instead of 36.9 KB,
+//! and a training step takes 0.5% longer than with Burn's dense block. Each op runs on CubeCL's server
+//! thread (see `Stash::on_server`), about 0.45 ms of that thread's time per op, unwaited.
 
 use std::sync::{Arc, Mutex};
 
