@@ -1,4 +1,4 @@
-//! Runs the `burn-gpt` binary once with tiny dimensions in all four modes and checks its JSON: one test
+//! Runs the `burn-gpt` binary once with tiny dimensions in all four modes (after two pre-training steps) and checks its JSON: one test
 //! for the report (fields, measured savings), one for bit-identity.
 //!
 //! Plain `#[test]`s (this package does not use the workspace's libtest-mimic harness): when no wgpu
@@ -17,6 +17,7 @@ fn report() -> Option<&'static Value> {
         let out = Command::new(env!("CARGO_BIN_EXE_burn-gpt"))
             .args(["--steps", "3", "--warmup", "1", "--json", "--modes", "dense,bitsparse,ckpt_dense,ckpt_bitsparse"])
             .args(["--d-model", "32", "--n-layer", "2", "--n-head", "2", "--context", "16", "--batch", "2"])
+            .args(["--pretrain", "2"])
             .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()))
             .output()
             .expect("run burn-gpt");
@@ -41,6 +42,9 @@ fn report() -> Option<&'static Value> {
 fn burn_gpt_tiny_run_reports_every_field_and_saves_memory() {
     let Some(doc) = report() else { return };
     assert_eq!(doc["steps"], 3);
+    assert_eq!(doc["pretrain_steps"], 2);
+    assert!(doc["pretrain_loss"].as_f64().is_some_and(f64::is_finite), "pretrain_loss {}", doc["pretrain_loss"]);
+    assert_eq!(doc["config"]["tile_order"], "unordered");
     for key in ["name", "backend"] {
         assert!(doc["adapter"][key].is_string(), "adapter.{key} missing");
     }
