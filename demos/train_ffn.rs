@@ -65,6 +65,9 @@ struct Cli {
     /// Density of relu(z) the initial arena is sized for.
     #[arg(long, default_value_t = Config::default().arena_density)]
     arena_density: f64,
+    /// How the arena's compresses place their tiles: unordered (one atomic per tile) or ordered.
+    #[arg(long, default_value = "unordered", value_parser = |s: &str| bitsparse::TileOrder::parse(s).map_err(|e| e.to_string()))]
+    tile_order: bitsparse::TileOrder,
     /// Train on this UTF-8/ASCII text file instead of the shipped one (bytes are the characters).
     #[arg(long)]
     text: Option<PathBuf>,
@@ -116,6 +119,7 @@ fn run(cli: &Cli) -> bitsparse::Result<bool> {
         sign_pack: !cli.no_sign_pack,
         arena_bytes: cli.arena_bytes,
         arena_density: cli.arena_density,
+        tile_order: cli.tile_order,
     };
     cfg.validate()?;
     let text = match &cli.text {

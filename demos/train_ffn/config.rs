@@ -66,6 +66,9 @@ pub struct Config {
     pub arena_bytes: Option<u64>,
     /// Density the initial arena is sized for when `arena_bytes` is `None`.
     pub arena_density: f64,
+    /// How the arena's compresses place their tiles (unordered by default: the arena's choice; the
+    /// trained weights are the same either way).
+    pub tile_order: bitsparse::TileOrder,
 }
 
 impl Default for Config {
@@ -84,6 +87,7 @@ impl Default for Config {
             sign_pack: true,
             arena_bytes: None,
             arena_density: 0.5,
+            tile_order: bitsparse::TileOrder::Unordered,
         }
     }
 }
@@ -103,6 +107,7 @@ impl Config {
             sign_pack: true,
             arena_bytes: None,
             arena_density: 0.5,
+            tile_order: bitsparse::TileOrder::Unordered,
         }
     }
 

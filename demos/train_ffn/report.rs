@@ -94,6 +94,8 @@ pub struct ConfigSummary {
     pub lr: f32,
     pub seed: u64,
     pub sign_pack: bool,
+    /// `"ordered"` / `"unordered"`: how the arena's compresses placed their tiles.
+    pub tile_order: &'static str,
 }
 
 /// Bounds on the bytes of a compressed BF16 tensor of `n` elements with `nnz` nonzeros: every section is
@@ -197,6 +199,7 @@ impl Report {
                 lr: cfg.lr,
                 seed: cfg.seed,
                 sign_pack: cfg.sign_pack,
+                tile_order: cfg.tile_order.name(),
             },
             bit_identical: mismatch.is_none() && !lossless.is_empty(),
             mismatch,

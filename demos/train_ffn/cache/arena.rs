@@ -32,6 +32,8 @@ pub struct ArenaCache {
     options: Options,
     /// FP8 storage format (lossy), or `None` for lossless BF16.
     fp8: Option<DType>,
+    /// The tile order of every arena this cache makes.
+    tile_order: bitsparse::TileOrder,
     /// A smaller capacity chosen at a logging point, applied at the next step's start (so the last
     /// step's slots stay readable until then).
     pending_capacity: Option<u64>,
@@ -58,7 +60,7 @@ impl ArenaCache {
             Some(b) => b.div_ceil(16) * 16,
             None => initial_arena_bytes(cfg, cfg.arena_density, fp8.unwrap_or(DType::Bf16))?,
         };
-        let arena = Arena::new(&codec, ArenaConfig::new(capacity))?;
+        let arena = Arena::new(&codec, ArenaConfig { tile_order: cfg.tile_order, ..ArenaConfig::new(capacity) })?;
         Ok(ArenaCache {
             codec,
             arena,
@@ -70,6 +72,7 @@ impl ArenaCache {
             n,
             options: Options { sign_pack: cfg.sign_pack },
             fp8,
+            tile_order: cfg.tile_order,
             pending_capacity: None,
             shrinks: 0,
         })
@@ -91,7 +94,7 @@ impl HiddenCache for ArenaCache {
     }
     fn begin_step(&mut self, enc: &mut wgpu::CommandEncoder) -> Result<()> {
         if let Some(c) = self.pending_capacity.take() {
-            self.arena = Arena::new(&self.codec, ArenaConfig::new(c))?;
+            self.arena = Arena::new(&self.codec, ArenaConfig { tile_order: self.tile_order, ..ArenaConfig::new(c) })?;
             self.shrinks += 1;
         }
         self.arena.reset(enc);
@@ -154,7 +157,13 @@ impl HiddenCache for ArenaCache {
                 let mut sizer = ArenaSizer::default();
                 sizer.observe(&status);
                 let want = sizer.recommended_bytes();
-                self.arena = Arena::new(&self.codec, ArenaConfig::new(want.max(status.capacity_bytes * 2)))?;
+                self.arena = Arena::new(
+                    &self.codec,
+                    ArenaConfig {
+                        tile_order: self.tile_order,
+                        ..ArenaConfig::new(want.max(status.capacity_bytes * 2))
+                    },
+                )?;
                 self.pending_capacity = None;
                 self.slots.iter_mut().for_each(|s| *s = None);
                 Ok(false)
