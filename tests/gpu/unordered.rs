@@ -75,27 +75,34 @@ fn out_of_order(stream: &[u8]) -> bool {
     (1..layout.tiles).any(|t| word(layout.table_offset + t) < word(layout.table_offset + t - 1))
 }
 
-/// Compresses `bytes` unordered on the GPU and checks the stream against the CPU reference and every
-/// decoder; returns whether its tiles came out of order.
-fn check(ctx: &GpuContext, codec: &Codec, bytes: &[u8], dtype: DType, options: Options, what: &str) -> bool {
-    let want = cpu::compress(bytes, dtype, options).unwrap_or_else(|e| panic!("{what}: cpu compress: {e}"));
+/// Compresses `bytes` on the GPU with unordered tiles into a canary-filled buffer of worst-case size
+/// (submitted); returns the stream's handle and that buffer.
+fn compress_unordered(
+    ctx: &GpuContext,
+    codec: &Codec,
+    bytes: &[u8],
+    dtype: DType,
+    options: Options,
+    what: &str,
+) -> (Compressed, wgpu::Buffer) {
     let n = (bytes.len() as u64) / dtype.bytes();
     let input = buf(ctx, bytes);
     let cap = codec.output_capacity(dtype, n, options).expect("capacity");
     let out = canary(ctx, cap);
     let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let (input_range, out_range) = (BufferRange::new(&input, 0, bytes.len() as u64), BufferRange::new(&out, 0, cap));
     let c = codec
-        .compress_with_order(
-            &mut enc,
-            BufferRange::new(&input, 0, bytes.len() as u64),
-            dtype,
-            n,
-            options,
-            TileOrder::Unordered,
-            BufferRange::new(&out, 0, cap),
-        )
+        .compress_with_order(&mut enc, input_range, dtype, n, options, TileOrder::Unordered, out_range)
         .unwrap_or_else(|e| panic!("{what}: gpu compress: {e}"));
     sync::submit(&ctx.queue, [enc.finish()]);
+    (c, out)
+}
+
+/// Compresses `bytes` unordered on the GPU and checks the stream against the CPU reference and every
+/// decoder; returns whether its tiles came out of order.
+fn check(ctx: &GpuContext, codec: &Codec, bytes: &[u8], dtype: DType, options: Options, what: &str) -> bool {
+    let want = cpu::compress(bytes, dtype, options).unwrap_or_else(|e| panic!("{what}: cpu compress: {e}"));
+    let (c, out) = compress_unordered(ctx, codec, bytes, dtype, options, what);
     let h = host::read_header(&ctx.device, &ctx.queue, &c).expect("header");
     host::check_status(&h, &c.layout).unwrap_or_else(|e| panic!("{what}: status: {e}"));
     let l = c.layout;
@@ -186,7 +193,8 @@ fn unordered_chunked_lowered_binding_limit(ctx: GpuContext) {
 }
 
 /// Past 65535 workgroups per dimension (a lowered limit): the tile is the 2-D workgroup id.
-fn dispatch_2d_lowered_limit_case(ctx: &GpuContext) {
+fn unordered_dispatch_2d_lowered_limit(ctx: GpuContext) {
+    let ctx = &ctx;
     let config = CodecConfig { max_workgroups_per_dim: Some(5), ..Default::default() };
     for codec in codecs(ctx, config) {
         for dtype in [DType::Bf16, DType::E5m2, DType::F32] {
@@ -194,10 +202,6 @@ fn dispatch_2d_lowered_limit_case(ctx: &GpuContext) {
             check(ctx, &codec, &bytes, dtype, Options::default(), &format!("2d unordered {dtype} {:?}", codec.path()));
         }
     }
-}
-
-fn unordered_dispatch_2d_lowered_limit(ctx: GpuContext) {
-    dispatch_2d_lowered_limit_case(&ctx);
 }
 
 /// The GPU decoders on placements the CPU makes: tiles in a shuffled order with gaps of unspecified
@@ -224,23 +228,7 @@ fn unordered_sign_bit_is_an_error(ctx: GpuContext) {
     for codec in codecs(&ctx, CodecConfig::default()) {
         let mut bytes = data(5 * 4096, 0.3, DType::Bf16, true, 3);
         bytes[2 * (3 * 4096 + 5) + 1] |= 0x80;
-        let input = buf(&ctx, &bytes);
-        let n = 5 * 4096;
-        let cap = codec.output_capacity(DType::Bf16, n, Options::SIGN_PACK).unwrap();
-        let out = canary(&ctx, cap);
-        let mut enc = ctx.device.create_command_encoder(&Default::default());
-        let c = codec
-            .compress_with_order(
-                &mut enc,
-                BufferRange::new(&input, 0, bytes.len() as u64),
-                DType::Bf16,
-                n,
-                Options::SIGN_PACK,
-                TileOrder::Unordered,
-                BufferRange::new(&out, 0, cap),
-            )
-            .unwrap();
-        sync::submit(&ctx.queue, [enc.finish()]);
+        let (c, _) = compress_unordered(&ctx, &codec, &bytes, DType::Bf16, Options::SIGN_PACK, "sign bit");
         let h = host::read_header(&ctx.device, &ctx.queue, &c).unwrap();
         let e = host::check_status(&h, &c.layout).expect_err("a set sign bit must be reported");
         assert!(matches!(e, bitsparse::Error::SignBitSet { .. }), "{e}");
