@@ -20,6 +20,8 @@
 
 use crate::error::{Error, Result};
 
+pub mod v2;
+
 /// Elements per tile. A power of two and a multiple of 32, fixed in format version 1.
 pub const TILE: u32 = 4096;
 /// log2 of [`TILE`].
@@ -141,6 +143,21 @@ impl DType {
     /// Stored bits per nonzero value.
     pub fn value_width(self, sign_pack: bool) -> u32 {
         self.bits() - sign_pack as u32
+    }
+
+    /// Width of the exponent field (BF16 and F32 8, F16 and e5m2 5, e4m3 4): format version 2 codes a
+    /// tile's values by their offset from the tile's smallest exponent.
+    pub fn exponent_bits(self) -> u32 {
+        match self {
+            DType::Bf16 | DType::F32 => 8,
+            DType::F16 | DType::E5m2 => 5,
+            DType::E4m3 => 4,
+        }
+    }
+
+    /// Width of the mantissa field: the bits below the exponent.
+    pub fn mantissa_bits(self) -> u32 {
+        self.bits() - 1 - self.exponent_bits()
     }
 
     /// The sign bit of an element.
@@ -315,6 +332,98 @@ impl Layout {
             return Err(Error::Corrupt("value words exceed capacity".into()));
         }
         Ok((layout, header))
+    }
+}
+
+/// Which format version a writer produces.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FormatVersion {
+    /// Version 1: every tile a 1-bit mask and plain values (what the GPU kernels write).
+    V1,
+    /// Version 2: per-tile encodings and exponent-coded values (§14); the default of files.
+    #[default]
+    V2,
+}
+
+impl FormatVersion {
+    /// The version byte.
+    pub fn byte(self) -> u8 {
+        match self {
+            FormatVersion::V1 => VERSION,
+            FormatVersion::V2 => v2::VERSION,
+        }
+    }
+
+    /// The version of byte `b`, if known.
+    pub fn from_byte(b: u8) -> Option<FormatVersion> {
+        match b {
+            VERSION => Some(FormatVersion::V1),
+            v2::VERSION => Some(FormatVersion::V2),
+            _ => None,
+        }
+    }
+}
+
+/// What the header of a stream of either version says, checked as its version's `from_header` does.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct StreamInfo {
+    /// Format version.
+    pub version: FormatVersion,
+    /// Element type.
+    pub dtype: DType,
+    /// Element count.
+    pub n: u64,
+    /// Options.
+    pub options: Options,
+    /// The header's variable part (`value_words` is `DATA_WORDS` in version 2).
+    pub header: Header,
+    /// Bytes before the values (v1) or data (v2) section: header, table or directory, mask.
+    pub fixed_bytes: u64,
+    /// Bytes of the stream the header announces (fixed sections plus `VALUE_WORDS` / `DATA_WORDS`).
+    pub stream_bytes: u64,
+}
+
+impl StreamInfo {
+    /// Parses the eight header words of a stream of either version.
+    pub fn from_header(h: &[u32]) -> Result<StreamInfo> {
+        let version = h.get(hdr::INFO).map(|&i| i as u8);
+        if h.get(hdr::MAGIC) == Some(&MAGIC) && version == Some(v2::VERSION) {
+            let (l, header) = v2::LayoutV2::from_header(h)?;
+            return Ok(StreamInfo {
+                version: FormatVersion::V2,
+                dtype: l.dtype,
+                n: l.n,
+                options: l.options,
+                header,
+                fixed_bytes: l.data_offset * 4,
+                stream_bytes: l.stream_bytes(header.value_words as u64),
+            });
+        }
+        let (l, header) = Layout::from_header(h)?;
+        Ok(StreamInfo {
+            version: FormatVersion::V1,
+            dtype: l.dtype,
+            n: l.n,
+            options: l.options,
+            header,
+            fixed_bytes: l.values_offset * 4,
+            stream_bytes: l.compact_bytes(header.value_words as u64),
+        })
+    }
+
+    /// Parses the header at the start of `stream` (at least 32 bytes).
+    pub fn from_bytes(stream: &[u8]) -> Result<StreamInfo> {
+        if stream.len() < HEADER_BYTES as usize {
+            return Err(Error::Corrupt(format!(
+                "truncated: {} bytes, the header alone needs {HEADER_BYTES}",
+                stream.len()
+            )));
+        }
+        let h: Vec<u32> = stream[..HEADER_BYTES as usize]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Self::from_header(&h)
     }
 }
 

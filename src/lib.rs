@@ -30,5 +30,5 @@ mod overlap;
 pub use activation::Activation;
 pub use codec::{BufferRange, Codec, CodecConfig, CodecPath, Compressed, Placement, Staging};
 pub use error::{Error, Result};
-pub use format::{DType, Layout, Options};
+pub use format::{DType, FormatVersion, Layout, Options, StreamInfo};
 pub use kernels::TileOrder;

@@ -42,7 +42,13 @@ pub fn validate(stream: &[u8]) -> Result<(Layout, Header)> {
 }
 
 /// Validates `stream` fully and returns the dense little-endian bytes it encodes.
+///
+/// Reads both format versions (the version byte decides).
 pub fn decompress(stream: &[u8]) -> Result<Vec<u8>> {
+    if is_v2(stream) {
+        let p = super::v2::parse_v2(stream)?;
+        return super::v2::expand_range(&p, 0, p.layout.tiles);
+    }
     let p = parse(stream)?;
     let mut out = vec![0u8; p.layout.dense_bytes() as usize];
     expand_tiles(&p, 0, p.layout.tiles, &mut out);
@@ -52,6 +58,15 @@ pub fn decompress(stream: &[u8]) -> Result<Vec<u8>> {
 /// Decodes elements `[start, start + len)` only: the whole stream is validated (the overlap check
 /// needs every tile's size), but only the tiles covering the range are expanded.
 pub fn decompress_range(stream: &[u8], start: u64, len: u64) -> Result<Vec<u8>> {
+    if is_v2(stream) {
+        let p = super::v2::parse_v2(stream)?;
+        let (first, end) = range_tiles(start, len, p.layout.n)?;
+        let eb = p.layout.dtype.bytes();
+        let mut buf = if len == 0 { Vec::new() } else { super::v2::expand_range(&p, first, end)? };
+        buf.drain(..((start - first * TILE as u64) * eb).min(buf.len() as u64) as usize);
+        buf.truncate((len * eb) as usize);
+        return Ok(buf);
+    }
     let p = parse(stream)?;
     let n = p.layout.n;
     let end = start
@@ -71,6 +86,33 @@ pub fn decompress_range(stream: &[u8], start: u64, len: u64) -> Result<Vec<u8>> 
     buf.drain(..((start - base) * eb) as usize);
     buf.truncate((len * eb) as usize);
     Ok(buf)
+}
+
+/// Whether `stream` claims format version 2 (its own checks follow in `parse_v2`).
+pub(crate) fn is_v2(stream: &[u8]) -> bool {
+    stream.len() >= 8
+        && super::words::word(stream, 0) == Some(crate::format::MAGIC)
+        && stream[4] == crate::format::v2::VERSION
+}
+
+/// The tiles `[first, end)` covering elements `[start, start + len)` of `n`, or the range error.
+fn range_tiles(start: u64, len: u64, n: u64) -> Result<(u64, u64)> {
+    let end = start
+        .checked_add(len)
+        .filter(|&e| e <= n)
+        .ok_or_else(|| Error::InvalidArgument(format!("range {start}+{len} is outside the tensor of {n} elements")))?;
+    Ok((start / TILE as u64, end.div_ceil(TILE as u64)))
+}
+
+/// Validates a stream of either format version completely (what [`decompress`] checks, without
+/// decoding) and returns what its header says.
+pub fn validate_any(stream: &[u8]) -> Result<crate::format::StreamInfo> {
+    if is_v2(stream) {
+        super::v2::parse_v2(stream)?;
+    } else {
+        parse(stream)?;
+    }
+    crate::format::StreamInfo::from_bytes(stream)
 }
 
 /// Expands tiles `[first, end)` into `out`, which starts at tile `first`'s first element.

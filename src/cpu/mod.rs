@@ -1,4 +1,4 @@
-//! The CPU reference codec: format version 1 (`docs/FORMAT.md`) in plain Rust.
+//! The CPU reference codec: format versions 1 and 2 (`docs/FORMAT.md`) in plain Rust.
 //!
 //! It is the spec in code: the GPU kernels are tested against it, and it decodes on the host what the
 //! GPU wrote. It mirrors the WGSL one tile at a time so the two can be read side by side:
@@ -19,10 +19,25 @@ mod decompress;
 pub mod fp8;
 mod place;
 mod synth;
+pub mod v2;
 mod validate;
 mod words;
 
 pub use compress::{compress, count_nonzeros};
-pub use decompress::{decompress, decompress_range, validate};
+pub use decompress::{decompress, decompress_range, validate, validate_any};
 pub use place::{compact, place_chunked, place_shuffled};
 pub use synth::{synthetic_bits, synthetic_relu2, SplitMix64, SPECIAL32};
+pub use v2::{compress_v2, transcode_v1};
+
+/// Compresses `data` into the compact canonical stream of `version`.
+pub fn compress_version(
+    data: &[u8],
+    dtype: crate::DType,
+    options: crate::Options,
+    version: crate::FormatVersion,
+) -> crate::Result<Vec<u8>> {
+    match version {
+        crate::FormatVersion::V1 => compress(data, dtype, options),
+        crate::FormatVersion::V2 => compress_v2(data, dtype, options),
+    }
+}

@@ -36,7 +36,12 @@ fn assemble(p: &Parsed<'_>, offsets: &[u64], value_words: u64) -> Result<Vec<u8>
 /// into the compact canonical form that [`compress`](super::compress) produces: tiles in order, no
 /// gaps, `VALUE_WORDS` = the total. Byte-identical to `compress` of the decoded data when the input
 /// was produced from the same data and options (the header's `AMAX` / `SCALE` are kept).
+///
+/// A version-2 stream (tile starts, gaps, any order) becomes its ordered canonical form.
 pub fn compact(stream: &[u8]) -> Result<Vec<u8>> {
+    if super::decompress::is_v2(stream) {
+        return super::v2::compact_v2(stream);
+    }
     let p = parse(stream)?;
     let mut offsets = Vec::with_capacity(p.spans.len());
     let mut total = 0u64;

@@ -51,7 +51,7 @@ fn corrupt(msg: impl Into<String>) -> Error {
 }
 
 /// Rejects a stream whose header status says it is not valid data.
-fn check_status(st: u32) -> Result<()> {
+pub(crate) fn check_status(st: u32) -> Result<()> {
     if st & status::SIGN_BIT_SET != 0 {
         return Err(Error::SignBitSet { index: None });
     }

@@ -439,7 +439,9 @@ fn header_field_errors() {
         cpu::decompress(&words_to_bytes(&x))
     };
     assert!(corrupt_msg(with(hdr::MAGIC, 0)).contains("magic"));
-    assert!(corrupt_msg(with(hdr::INFO, w[1] & !0xFF | 2)).contains("version"));
+    assert!(corrupt_msg(with(hdr::INFO, w[1] & !0xFF | 3)).contains("version"));
+    // Version 2's sections differ: version-1 bytes under a version-2 header are refused.
+    assert!(matches!(with(hdr::INFO, w[1] & !0xFF | 2), Err(Error::Corrupt(_))));
     assert!(corrupt_msg(with(hdr::INFO, w[1] | 9 << 8)).contains("dtype"));
     assert!(corrupt_msg(with(hdr::INFO, w[1] | 2 << 16)).contains("flags"));
     assert!(corrupt_msg(with(hdr::INFO, w[1] & 0x00FF_FFFF | 11 << 24)).contains("tile"));

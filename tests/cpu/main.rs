@@ -3,3 +3,4 @@
 
 mod cpu_codec;
 mod shaders;
+mod v2_codec;
