@@ -45,12 +45,26 @@ pub struct ModeRun {
     pub x_bytes_per_layer: u64,
     /// Wall time of the steps (logging reads included), seconds.
     pub seconds: f64,
+    /// (steps, seconds) of each window between two logging points that ran without an overflow: the
+    /// GPU is waited for only at the window's end (the logging point's status and statistics reads),
+    /// never per op.
+    pub windows: Vec<(u32, f64)>,
 }
 
 impl ModeRun {
     /// Mean wall time per step, milliseconds.
     pub fn step_ms(&self) -> f64 {
         self.seconds * 1e3 / self.stats.len().max(1) as f64
+    }
+
+    /// Steady-state wall time per step, milliseconds: the windows between logging points after the
+    /// first (which holds the pipelines' and the clocks' warm-up), steps recorded back to back with no
+    /// per-op wait; `None` when the run had fewer than two clean windows.
+    pub fn steady_step_ms(&self) -> Option<f64> {
+        let rest = self.windows.get(1..).filter(|w| !w.is_empty())?;
+        let steps: u32 = rest.iter().map(|w| w.0).sum();
+        let secs: f64 = rest.iter().map(|w| w.1).sum();
+        (steps > 0).then(|| secs * 1e3 / steps as f64)
     }
 }
 
@@ -64,12 +78,15 @@ pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, p
     bitsparse::host::sync::wait_idle(&gpu.device)?;
     let start = Instant::now();
     let mut regrows = 0;
+    let mut windows = Vec::new();
+    let mut window_start = (model.steps_done(), Instant::now());
     while model.steps_done() < cfg.steps {
         model.step(gpu, corpus)?;
         let s = model.steps_done();
         if s % cfg.log_every == 0 || s == cfg.steps {
             // A logging point: the only place the host looks at the GPU's state.
             if !model.verify(gpu)? {
+                window_start = (model.steps_done(), Instant::now());
                 regrows += 1;
                 if regrows > MAX_REGROWS {
                     return Err(bitsparse::Error::InvalidArgument(format!("the arena overflowed {regrows} times")));
@@ -83,7 +100,9 @@ pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, p
             }
             model.checkpoint(gpu);
             let stats = model.read_stats(gpu)?;
+            windows.push((s - window_start.0, window_start.1.elapsed().as_secs_f64()));
             progress(mode, &stats);
+            window_start = (s, Instant::now());
         }
     }
     bitsparse::host::sync::wait_idle(&gpu.device)?;
@@ -101,6 +120,7 @@ pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, p
         shrinks,
         x_bytes_per_layer: model.x_bytes_per_layer(),
         seconds,
+        windows,
     })
 }
 

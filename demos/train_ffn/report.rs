@@ -21,8 +21,11 @@ pub struct ModeSummary {
     pub layer_bytes: Vec<u64>,
     /// Bytes beyond the tensors' own streams (arena alignment slack), per token.
     pub slack_bytes_per_token: f64,
-    /// Mean wall time per step, ms.
+    /// Mean wall time per step, ms (every step, warm-up and logging reads included).
     pub step_ms: f64,
+    /// Steady-state wall time per step, ms: the windows between logging points after the first, the
+    /// GPU waited for only at their ends (`null` with fewer than two logging windows).
+    pub steady_step_ms: Option<f64>,
     /// Arena regrows (overflow detected at a logging point, steps re-run).
     pub regrows: u32,
     /// Arena shrinks (the sizing policy found half the capacity enough).
@@ -159,6 +162,7 @@ impl Report {
                 layer_bytes: r.cache_bytes.layers.iter().map(|l| l.stored).collect(),
                 slack_bytes_per_token: r.cache_bytes.slack as f64 / t,
                 step_ms: r.step_ms(),
+                steady_step_ms: r.steady_step_ms(),
                 regrows: r.regrows,
                 shrinks: r.shrinks,
                 final_loss: r.stats.last().map(|s| s.loss).unwrap_or(f32::NAN),
@@ -271,9 +275,10 @@ impl Report {
         s += "modes:\n";
         for m in &self.modes {
             s += &format!(
-                "  {:<19} {:>9.2} ms/step   final loss {:.4}   cache {:.1} B/token (slack {:.1}, reserved {:.1}){}\n",
+                "  {:<19} {:>9.2} ms/step (steady {})   final loss {:.4}   cache {:.1} B/token (slack {:.1}, reserved {:.1}){}\n",
                 m.mode,
                 m.step_ms,
+                m.steady_step_ms.map(|v| format!("{v:.2}")).unwrap_or_else(|| "–".into()),
                 m.final_loss,
                 m.cache_bytes_per_token,
                 m.slack_bytes_per_token,
