@@ -5,7 +5,7 @@
 //! training step's hot path. Sizes the host cannot know (how many values a tensor has) stay on the GPU,
 //! in the stream's header; the host reads them only when it chooses to (see [`crate::host`]).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::activation::Activation;
 use crate::dispatch::{begin_pass, KernelDispatch};
@@ -124,6 +124,24 @@ crate::shader_params! {
 }
 
 crate::shader_params! {
+    /// The uniform of `decompress_v2.wgsl`.
+    struct DecompressV2Params: "decompress_v2.wgsl" Params {
+        tiles: u32,
+        last_len: u32,
+        bits: u32,
+        mbits: u32,
+        sign_pack: u32,
+        tile_starts: u32,
+        desc_idx: u32,
+        dir_idx: u32,
+        data_idx: u32,
+        out_idx: u32,
+        out_words: u32,
+        tail_bytes: u32,
+    }
+}
+
+crate::shader_params! {
     /// The uniform of `decompress.wgsl`: one chunk of a decompress or fused backward.
     struct DecompressParams: "decompress.wgsl" Params {
         tiles: u32,
@@ -190,6 +208,8 @@ struct Inner {
     dummy_rw: wgpu::Buffer,
     dummy_rw2: wgpu::Buffer,
     dummy_rw3: wgpu::Buffer,
+    /// `shaders/decompress_v2.wgsl`, built on first use.
+    v2_decoder: OnceLock<crate::dispatch::Kernel>,
 }
 
 /// The GPU codec of one device. Cheap to clone.
@@ -259,6 +279,7 @@ impl Codec {
                 dummy_rw,
                 dummy_rw2,
                 dummy_rw3,
+                v2_decoder: OnceLock::new(),
             }),
         })
     }
@@ -339,6 +360,11 @@ impl Codec {
     /// Bytes an output range of `compress` must have: the worst case (every element nonzero).
     pub fn output_capacity(&self, dtype: DType, n: u64, options: Options) -> Result<u64> {
         Ok(Layout::new(dtype, n, options)?.capacity_bytes())
+    }
+
+    /// The largest storage binding the codec uses, bytes.
+    pub(crate) fn max_binding(&self) -> u64 {
+        self.inner.max_binding
     }
 
     /// Tiles per chunk: the most whole tiles whose dense bytes fit one binding with alignment slack.
@@ -702,6 +728,85 @@ impl Codec {
             output,
             None,
         )
+    }
+
+    /// Records the decompression of a format-version-2 stream (docs/FORMAT.md §14) whose header says
+    /// `layout`, held in `stream`, into the dense range `output` (exactly the tensor's dense bytes).
+    /// Nothing is submitted.
+    ///
+    /// The kernel trusts the stream's directory and descriptors: validate a stream from outside first
+    /// (`cpu::validate_any`, as [`crate::host::decompress_to_vec`] does). The stream and the output must
+    /// each fit one storage binding (`Error::Unsupported` otherwise; the host helper splits larger
+    /// streams into pieces of whole tile groups) and lie in different buffers.
+    pub fn decompress_v2(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        layout: &format::v2::LayoutV2,
+        stream: BufferRange<'_>,
+        output: BufferRange<'_>,
+    ) -> Result<()> {
+        self.check_range("compressed stream", &stream)?;
+        self.check_range("output", &output)?;
+        let dense = layout.n * layout.dtype.bytes();
+        if output.size != dense {
+            return Err(Error::RangeTooSmall { what: "output", need: dense, got: output.size });
+        }
+        if stream.size < layout.data_offset * 4 {
+            return Err(Error::RangeTooSmall {
+                what: "compressed stream",
+                need: layout.data_offset * 4,
+                got: stream.size,
+            });
+        }
+        overlap::check(&[Use::read("compressed stream", &stream), Use::write("output", &output)])?;
+        if stream.buffer == output.buffer {
+            return Err(Error::Unsupported(
+                "the version-2 decoder needs the stream and the output in different buffers".into(),
+            ));
+        }
+        if stream.size > self.inner.max_binding || dense.div_ceil(4) * 4 > self.inner.max_binding {
+            return Err(Error::Unsupported(
+                "version-2 stream or its output is larger than one binding: decompress it in pieces (host::decompress_to_vec does)".into(),
+            ));
+        }
+        if layout.tiles == 0 {
+            return Ok(());
+        }
+        let kernel = self.inner.v2_decoder.get_or_init(|| {
+            crate::dispatch::Program::new(
+                &self.inner.device,
+                "decompress_v2.wgsl",
+                &[],
+                crate::dispatch::Trust::Checked,
+            )
+            .kernel(&self.inner.device, "decompress_v2", &[])
+        });
+        let tail = (dense % 4) as u32;
+        let params = DecompressV2Params {
+            tiles: layout.tiles as u32,
+            last_len: layout.tile_len(layout.tiles - 1),
+            bits: layout.dtype.bits(),
+            mbits: layout.dtype.mantissa_bits(),
+            sign_pack: layout.options.sign_pack as u32,
+            tile_starts: layout.tile_starts as u32,
+            desc_idx: layout.desc_offset as u32,
+            dir_idx: layout.dir_offset as u32,
+            data_idx: layout.data_offset as u32,
+            out_idx: 0,
+            out_words: dense.div_ceil(4) as u32,
+            tail_bytes: if tail == 0 { 4 } else { tail },
+        };
+        let out = wgpu::BufferBinding {
+            buffer: output.buffer,
+            offset: output.offset,
+            size: wgpu::BufferSize::new(dense.div_ceil(4) * 4),
+        };
+        let mut pass = begin_pass(encoder, "bitsparse.decompress_v2");
+        KernelDispatch::new(&self.inner.device, &mut pass, kernel)
+            .bind([("stream", stream.binding()), ("dst", out)])
+            .params(&params)
+            .dispatch(self.grid(layout.tiles));
+        Ok(())
     }
 
     /// Records a decompress (or fused backward) from `source`; shared by the plain API and the arena.

@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use bitsparse::cpu::v2::{stream_stats, StreamStats};
 use bitsparse::format::entropy_bound_bits;
 use bitsparse::{DType, Options};
 use bitsparse_files::{self as files, stats, Elem, ParsedFile, Tensor};
@@ -35,13 +36,33 @@ pub struct Args {
     file: PathBuf,
 }
 
-/// The measurements of one analysed tensor.
+/// The measurements of one analysed tensor (`*_bytes`: format version 2, what `compress` writes).
 struct Analysis {
     dtype: DType,
     stats: stats::TensorStats,
     dense_bytes: u64,
     plain_bytes: u64,
     packed_bytes: Option<u64>,
+    plain_bytes_v1: u64,
+    packed_bytes_v1: Option<u64>,
+    /// Where the bits of the smallest version-2 form go.
+    v2: StreamStats,
+    /// Empirical entropy of the nonzero values (bits per value, from their bit patterns' histogram).
+    value_entropy: f64,
+}
+
+/// The empirical entropy of the nonzero elements' bit patterns, bits per nonzero.
+fn value_entropy(data: &[u8], dtype: DType) -> f64 {
+    let eb = dtype.bytes() as usize;
+    let mut hist: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    for c in data.chunks_exact(eb) {
+        let v = c.iter().rev().fold(0u32, |a, &b| a << 8 | b as u32);
+        if v != 0 {
+            *hist.entry(v).or_default() += 1;
+        }
+    }
+    let total: u64 = hist.values().sum();
+    hist.values().map(|&c| c as f64 / total as f64).map(|p| -p * p.log2()).sum()
 }
 
 impl Analysis {
@@ -58,6 +79,10 @@ impl Analysis {
     fn fraction(&self, sign_pack: bool, stored: u64) -> Option<f64> {
         self.bound_bits(sign_pack).map(|b| b * self.n() as f64 / (stored as f64 * 8.0))
     }
+    /// Empirical entropy of the values ÷ the bits the smallest version-2 form spends on them.
+    fn value_entropy_fraction(&self) -> Option<f64> {
+        (self.v2.value_bits > 0).then(|| self.value_entropy * self.stats.nonzeros as f64 / self.v2.value_bits as f64)
+    }
     fn best_fraction(&self) -> Option<f64> {
         match self.packed_bytes {
             Some(p) => self.fraction(true, p),
@@ -73,19 +98,25 @@ fn analyse(engine: &Engine, path: &Path, t: &Tensor, data: &[u8]) -> Result<Opti
     };
     let st = stats::stats(data, dtype);
     let what = format!("tensor `{}`", t.name);
-    let plain = engine.compress(data, dtype, Options::default()).map_err(|e| CliError::tensor(path, &what, e))?;
+    let err = |e| CliError::tensor(path, &what, e);
+    let plain = engine.compress_both(data, dtype, Options::default()).map_err(err)?;
     let packed = if st.negatives == 0 {
-        Some(engine.compress(data, dtype, Options::SIGN_PACK).map_err(|e| CliError::tensor(path, &what, e))?.len()
-            as u64)
+        Some(engine.compress_both(data, dtype, Options::SIGN_PACK).map_err(err)?)
     } else {
         None
     };
+    let best = packed.as_ref().unwrap_or(&plain);
+    let v2 = stream_stats(&best.1).map_err(err)?;
     Ok(Some(Analysis {
         dtype,
         stats: st,
         dense_bytes: data.len() as u64,
-        plain_bytes: plain.len() as u64,
-        packed_bytes: packed,
+        plain_bytes: plain.1.len() as u64,
+        packed_bytes: packed.as_ref().map(|p| p.1.len() as u64),
+        plain_bytes_v1: plain.0.len() as u64,
+        packed_bytes_v1: packed.as_ref().map(|p| p.0.len() as u64),
+        v2,
+        value_entropy: value_entropy(data, dtype),
     }))
 }
 
@@ -153,6 +184,17 @@ fn tensor_json(t: &Tensor, an: &Analysis) -> Value {
         "bound_fraction_plain": an.fraction(false, an.plain_bytes),
         "bound_fraction_sign_pack": an.packed_bytes.and_then(|p| an.fraction(true, p)),
         "bound_fraction": an.best_fraction(),
+        "format_version": 2,
+        "compressed_bytes_v1": an.plain_bytes_v1,
+        "compressed_bytes_v1_sign_pack": an.packed_bytes_v1,
+        "bound_fraction_v1": an.packed_bytes_v1.map_or_else(|| an.fraction(false, an.plain_bytes_v1), |p| an.fraction(true, p)),
+        "tile_encodings": an.v2.named_encodings().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "position_bits": an.v2.position_bits,
+        "value_bits": an.v2.value_bits,
+        "directory_bits": an.v2.directory_bits,
+        "padding_bits": an.v2.padding_bits,
+        "value_entropy_bits_per_value": (an.stats.nonzeros > 0).then_some(an.value_entropy),
+        "value_entropy_fraction": an.value_entropy_fraction(),
         "tiles": an.stats.tiles,
         "tile_density_histogram": {
             "bins": (0..stats::HIST_BINS).map(|i| format!("{:.1}-{:.1}", i as f64 / 10.0, (i + 1) as f64 / 10.0)).collect::<Vec<_>>(),
@@ -234,6 +276,26 @@ fn table(
         for (t, an) in done {
             let counts: Vec<String> = an.stats.tile_histogram.iter().map(|c| format!("{c:>5}")).collect();
             out += &format!("  {:<name_w$}  {}  ({} tiles)\n", t.name, counts.join(""), an.stats.tiles);
+        }
+    }
+    if !done.is_empty() {
+        out += "\nformat version 2, smallest form: tiles mask/positions/empty/raw, bits per element on positions + values, values ÷ their entropy:\n";
+        let name_w = done.iter().map(|(t, _)| t.name.chars().count()).max().unwrap_or(0);
+        for (t, an) in done {
+            let e = an.v2.tile_encodings;
+            let per = |b: u64| if an.n() > 0 { b as f64 / an.n() as f64 } else { 0.0 };
+            out += &format!(
+                "  {:<name_w$}  {}/{}/{}/{}  {:.3} + {:.3}  {}  (version 1: {} bytes)\n",
+                t.name,
+                e[0],
+                e[1],
+                e[2],
+                e[3],
+                per(an.v2.position_bits),
+                per(an.v2.value_bits),
+                opt(an.value_entropy_fraction(), |f| format!("{:.1}%", f * 100.0)),
+                an.packed_bytes_v1.unwrap_or(an.plain_bytes_v1),
+            );
         }
     }
     if !skipped.is_empty() {

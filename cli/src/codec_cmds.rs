@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bitsparse::format::entropy_bound_bits;
-use bitsparse::{DType, Error, Options};
+use bitsparse::{DType, Error, FormatVersion, Options};
 use bitsparse_files::container::{Container, Record, RecordKind};
 
 use super::engine::Engine;
@@ -54,6 +54,10 @@ pub struct CompressArgs {
     /// Decompress the result on the GPU and compare with the input before writing OUT.
     #[arg(long)]
     verify: bool,
+    /// Tensor stream format: 2 (per-tile encodings, exponent-coded values; docs/FORMAT.md §14) or 1
+    /// (mask + plain values, what bitsparse 0.1 wrote). Every version is read back.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+    format_version: u8,
     /// Print one JSON document with the sizes and ratio instead of a summary line.
     #[arg(long)]
     json: bool,
@@ -62,6 +66,12 @@ pub struct CompressArgs {
     /// Container to write; `-` for standard output. A regular file is replaced atomically; a device, FIFO
     /// or symbolic link is written through.
     output: PathBuf,
+}
+
+impl CompressArgs {
+    fn version(&self) -> FormatVersion {
+        FormatVersion::from_byte(self.format_version).unwrap_or_default()
+    }
 }
 
 /// `decompress` options.
@@ -105,7 +115,18 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
     let data = io::read_input(&a.input)?;
     let kind = super::file_cmds::sniff(&a.input, &data, given.is_some());
     if kind != bitsparse_files::Kind::Raw {
-        return super::file_cmds::compress(g, kind, &a.input, data, &a.output, given, a.sign_pack, a.verify, a.json);
+        return super::file_cmds::compress(
+            g,
+            kind,
+            &a.input,
+            data,
+            &a.output,
+            given,
+            a.sign_pack,
+            a.verify,
+            a.json,
+            a.version(),
+        );
     }
     let Some(dtype) = given else {
         super::file_cmds::usage_error(
@@ -119,7 +140,7 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
         return Err(CliError::file(&a.input, format!("{e} (--dtype {dtype})")));
     }
     let mut out = Output::open(&a.output)?;
-    let engine = Engine::open(&g.choice).map_err(CliError::plain)?;
+    let engine = Engine::open(&g.choice).map_err(CliError::plain)?.with_version(a.version());
 
     let t0 = Instant::now();
     let container = Container::raw(&data, dtype, options, |d, t, o| engine.compress(d, t, o))
@@ -158,6 +179,7 @@ pub fn compress(g: &Globals, a: &CompressArgs) -> Result<(), CliError> {
             "container_bytes": container.encoded_len(),
             "ratio": ratio,
             "bound_fraction": bound_fraction,
+            "format_version": a.format_version,
             "verified": a.verify,
             "seconds": secs,
             "adapter": engine.describe_json(),

@@ -2,12 +2,13 @@
 //! stream is made on the GPU or by the CPU reference.
 
 use bitsparse::host::context::{backend_name, AdapterChoice, GpuContext};
-use bitsparse::{Codec, CodecPath, DType, Options, Result};
+use bitsparse::{Codec, CodecPath, DType, FormatVersion, Options, Result};
 
 /// An opened adapter, its codec (pipelines built once) and what the commands report about it.
 pub struct Engine {
     ctx: GpuContext,
     codec: Codec,
+    version: FormatVersion,
 }
 
 impl Engine {
@@ -16,7 +17,7 @@ impl Engine {
         let ctx = GpuContext::new(choice)?;
         // The A/B knobs (BITSPARSE_STAGING, …) are the environment's; the library reads none itself.
         let codec = Codec::with_config(&ctx.device, bitsparse_bench::codec_config_from_env()?)?;
-        Ok(Engine { ctx, codec })
+        Ok(Engine { ctx, codec, version: FormatVersion::default() })
     }
 
     /// `{name, backend, driver, path}` for JSON output.
@@ -42,12 +43,33 @@ impl Engine {
         }
     }
 
-    /// Compresses `data` into one compact tensor stream, on the GPU.
-    pub fn compress(&self, data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
-        bitsparse::host::compress_to_vec(&self.codec, &self.ctx.device, &self.ctx.queue, data, dtype, options)
+    /// The format version [`Engine::compress`] writes (version 2 unless told).
+    pub fn with_version(mut self, version: FormatVersion) -> Engine {
+        self.version = version;
+        self
     }
 
-    /// Decompresses one tensor stream, on the GPU (the host validates the stream first).
+    /// Compresses `data` into one compact tensor stream: the GPU finds the mask and compacts the
+    /// nonzeros (a version-1 stream); for version 2 the host then picks each tile's encoding from that
+    /// stream (`cpu::transcode_v1`, tile by tile, no dense copy).
+    pub fn compress(&self, data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
+        let v1 =
+            bitsparse::host::compress_to_vec(&self.codec, &self.ctx.device, &self.ctx.queue, data, dtype, options)?;
+        match self.version {
+            FormatVersion::V1 => Ok(v1),
+            FormatVersion::V2 => bitsparse::cpu::transcode_v1(&v1),
+        }
+    }
+
+    /// The version-1 stream the GPU writes and its version-2 transcode (`analyze` reports both).
+    pub fn compress_both(&self, data: &[u8], dtype: DType, options: Options) -> Result<(Vec<u8>, Vec<u8>)> {
+        let v1 =
+            bitsparse::host::compress_to_vec(&self.codec, &self.ctx.device, &self.ctx.queue, data, dtype, options)?;
+        let v2 = bitsparse::cpu::transcode_v1(&v1)?;
+        Ok((v1, v2))
+    }
+
+    /// Decompresses one tensor stream of either version, on the GPU (the host validates it first).
     pub fn decompress(&self, stream: &[u8]) -> Result<Vec<u8>> {
         bitsparse::host::decompress_to_vec(&self.codec, &self.ctx.device, &self.ctx.queue, stream)
     }

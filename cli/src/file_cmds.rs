@@ -48,11 +48,13 @@ pub fn compress(
     sign_pack: bool,
     verify: bool,
     json: bool,
+    version: bitsparse::FormatVersion,
 ) -> Result<(), CliError> {
     let parsed = ParsedFile::parse(&bytes, kind, dtype, &stem(input)).map_err(|e| CliError::file(input, e))?;
     let mut out = Output::open(output)?;
     let needs_gpu = parsed.tensors.iter().any(|t| matches!(t.elem, files::Elem::Act(_)));
-    let engine = if needs_gpu { Some(Engine::open(&g.choice).map_err(CliError::plain)?) } else { None };
+    let engine =
+        if needs_gpu { Some(Engine::open(&g.choice).map_err(CliError::plain)?.with_version(version)) } else { None };
 
     let t0 = Instant::now();
     let (container, report) = pack::to_container(&parsed, &bytes, Options { sign_pack }, |d, t, o| match &engine {

@@ -43,7 +43,7 @@
 //! (CPU or GPU); the container only checks that the stream header agrees with the record.
 
 use bitsparse::error::{Error, Result};
-use bitsparse::format::{self, DType, Layout, Options};
+use bitsparse::format::{self, DType, Options};
 
 /// The container magic. The `\r\n`, `\x1a` and `\n` bytes make a text-mode transfer (line-ending
 /// conversion) or a truncation at a DOS end-of-file marker show up as a bad magic, as in PNG.
@@ -219,25 +219,24 @@ impl Record {
                 self.stored.len()
             )));
         }
-        let words: Vec<u32> =
-            self.stored[..hb].chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-        let (layout, _) = Layout::from_header(&words)?;
-        if layout.dtype != dtype || layout.n != elements || layout.options.sign_pack != sign_pack {
+        // Either format version (the stream's own version byte says which; §13 stores any).
+        let info = format::StreamInfo::from_bytes(&self.stored)?;
+        if info.dtype != dtype || info.n != elements || info.options.sign_pack != sign_pack {
             return Err(Error::Corrupt(format!(
                 "tensor stream header ({} elements of {}{}) disagrees with the record ({} elements of {}{})",
-                layout.n,
-                layout.dtype,
-                if layout.options.sign_pack { ", sign-packed" } else { "" },
+                info.n,
+                info.dtype,
+                if info.options.sign_pack { ", sign-packed" } else { "" },
                 elements,
                 dtype,
                 if sign_pack { ", sign-packed" } else { "" },
             )));
         }
-        if (self.stored.len() as u64) < layout.values_offset * 4 {
+        if (self.stored.len() as u64) < info.fixed_bytes {
             return Err(Error::Corrupt(format!(
-                "tensor stream of {} bytes is shorter than its header, table and mask ({} bytes)",
+                "tensor stream of {} bytes is shorter than its header, directory and mask ({} bytes)",
                 self.stored.len(),
-                layout.values_offset * 4
+                info.fixed_bytes
             )));
         }
         Ok(())
@@ -514,6 +513,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bitsparse::format::Layout;
 
     /// A stand-in compressor that produces a valid-looking stream header followed by the raw bytes, so
     /// these tests exercise the container alone.

@@ -218,8 +218,74 @@ fn split(words: &[u32], layout: &Layout, header: &Header, piece_tiles: u64) -> V
     out
 }
 
-/// Decompresses a stream (validated on the host first) on the GPU; returns the dense bytes.
+/// Splits a valid ordered version-2 stream into valid streams of `groups` tile groups each.
+fn split_v2(stream: &[u8], groups: u64) -> Result<Vec<(format::v2::LayoutV2, Vec<u8>)>> {
+    use format::v2::{LayoutV2, GROUP_TILES};
+    let w = le_words(stream);
+    let (l, h) = LayoutV2::from_header(&w)?;
+    let g_count = l.dir_words;
+    let mut out = Vec::new();
+    let mut g0 = 0u64;
+    while g0 < g_count {
+        let g1 = (g0 + groups).min(g_count);
+        let (t0, t1) = (g0 * GROUP_TILES, (g1 * GROUP_TILES).min(l.tiles));
+        let n = (l.n - t0 * TILE as u64).min((t1 - t0) * TILE as u64);
+        let pl = LayoutV2::new(l.dtype, n, l.options, false)?;
+        let d0 = w[(l.dir_offset + g0) as usize] as u64;
+        let d1 = if g1 < g_count { w[(l.dir_offset + g1) as usize] as u64 } else { h.value_words as u64 };
+        let mut piece = pl.header((d1 - d0) as u32, 0, 0, 0).to_vec();
+        piece.extend_from_slice(&w[(l.desc_offset + t0) as usize..(l.desc_offset + t1) as usize]);
+        piece.extend(w[(l.dir_offset + g0) as usize..(l.dir_offset + g1) as usize].iter().map(|b| b - d0 as u32));
+        piece.extend_from_slice(&w[(l.data_offset + d0) as usize..(l.data_offset + d1) as usize]);
+        out.push((pl, words_to_bytes(&piece)));
+        g0 = g1;
+    }
+    Ok(out)
+}
+
+/// Decompresses a version-2 stream on the GPU (validated and compacted on the host first).
+fn decompress_v2_to_vec(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, stream: &[u8]) -> Result<Vec<u8>> {
+    use format::v2::{tile_capacity_words, GROUP_TILES};
+    let info = crate::cpu::validate_any(stream)?;
+    let compact = crate::cpu::compact(stream)?;
+    let eb = info.dtype.bytes();
+    // Whole groups whose worst-case stream and dense output each fit one binding (and the piece cap).
+    let per_tile = (tile_capacity_words(info.dtype, info.options.sign_pack, TILE) + 2) * 4;
+    let cap = codec.max_binding().saturating_sub(4096).min(piece_tiles(codec, info.dtype) * TILE as u64 * eb);
+    let groups = (cap / (GROUP_TILES * per_tile.max(TILE as u64 * eb))).max(1);
+    let mut out = Vec::with_capacity((info.n * eb) as usize);
+    for (pl, bytes) in split_v2(&compact, groups)? {
+        let dense = pl.n * eb;
+        if dense == 0 {
+            continue;
+        }
+        let input = storage_buffer(device, "bitsparse.host.stream_v2", &bytes, wgpu::BufferUsages::empty());
+        let output = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("bitsparse.host.dense"),
+            size: dense.div_ceil(4) * 4,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let mut enc = device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.host.decompress_v2") });
+        codec.decompress_v2(
+            &mut enc,
+            &pl,
+            BufferRange::new(&input, 0, bytes.len() as u64),
+            BufferRange::new(&output, 0, dense),
+        )?;
+        sync::submit(queue, [enc.finish()]);
+        out.extend(sync::read_buffer(device, queue, &output, 0, dense)?);
+    }
+    Ok(out)
+}
+
+/// Decompresses a stream of either format version (validated on the host first) on the GPU; returns
+/// the dense bytes.
 pub fn decompress_to_vec(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, stream: &[u8]) -> Result<Vec<u8>> {
+    if format::v2::stream_version(stream) == Some(format::v2::VERSION) {
+        return decompress_v2_to_vec(codec, device, queue, stream);
+    }
     crate::cpu::validate(stream)?;
     let compact = crate::cpu::compact(stream)?;
     let words = le_words(&compact);

@@ -24,6 +24,7 @@ mod multi_device;
 mod no_host_sync;
 mod pooled;
 mod unordered;
+mod v2_decode;
 
 fn main() {
     let tests = [
@@ -41,6 +42,7 @@ fn main() {
         no_host_sync::tests(),
         pooled::tests(),
         unordered::tests(),
+        v2_decode::tests(),
     ];
     common::harness::main(tests.into_iter().flatten().collect())
 }

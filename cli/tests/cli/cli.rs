@@ -389,9 +389,27 @@ fn compress_json_reports_the_ratio_against_the_bound() {
     assert_eq!(v["nonzeros"], nonzeros);
     let stored = v["stored_bytes"].as_f64().unwrap();
     assert!((v["ratio"].as_f64().unwrap() - 16384.0 / stored).abs() < 1e-9);
+    // Format version 2 (the default) codes values below the bound's b − s bits: the fraction may pass 1.
     let f = v["bound_fraction"].as_f64().unwrap();
-    assert!(f > 0.5 && f <= 1.0, "bound_fraction {f}");
+    assert!(f > 0.95 && f < 1.5, "bound_fraction {f}");
+    assert_eq!(v["format_version"], 2);
     assert_eq!(v["container_bytes"].as_u64().unwrap(), std::fs::metadata(&bsp).unwrap().len());
+    // `--format-version 1` writes the mask + plain values stream: larger, under the bound, and both
+    // files decode to the input.
+    let bsp1 = d.join("a1.bsp");
+    let o = run(&["compress", "--json", "--format-version", "1", "--dtype", "bf16", "--sign-pack", s(&inp), s(&bsp1)]);
+    assert_ok(&o, "compress --format-version 1");
+    let v1: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v1["format_version"], 1);
+    assert!(v1["stored_bytes"].as_f64().unwrap() > stored, "{v1}");
+    let f1 = v1["bound_fraction"].as_f64().unwrap();
+    assert!(f1 > 0.5 && f1 <= 1.0 && f1 < f, "v1 bound_fraction {f1}");
+    for (file, out) in [(&bsp, d.join("back2.raw")), (&bsp1, d.join("back1.raw"))] {
+        assert_ok(&run(&["decompress", s(file), s(&out)]), "decompress");
+        assert_eq!(std::fs::read(&out).unwrap(), data, "{}", file.display());
+    }
+    let o = run(&["compress", "--format-version", "3", "--dtype", "bf16", s(&inp), s(&d.join("x.bsp"))]);
+    assert_eq!(o.status.code(), Some(2), "an unknown format version is a usage error");
     // An empty file has no density.
     let e = d.join("empty.raw");
     std::fs::write(&e, b"").unwrap();

@@ -73,7 +73,22 @@ fn analyze_the_shipped_dump() {
         let bf = t["bound_fraction"].as_f64().unwrap();
         let h = |p: f64| -(p * p.log2() + (1.0 - p) * (1.0 - p).log2());
         let want = (h(d) + 15.0 * d) * 32768.0 / (packed * 8.0);
-        assert!((bf - want).abs() < 1e-9 * want && bf > 0.3 && bf <= 1.0, "{name}: bound_fraction {bf} vs {want}");
+        assert!((bf - want).abs() < 1e-9 * want && bf > 0.3, "{name}: bound_fraction {bf} vs {want}");
+        // Format version 2 (what `compress` writes) and where its bits go; version 1 for comparison.
+        assert_eq!(t["format_version"], 2);
+        let v1 = t["compressed_bytes_v1_sign_pack"].as_f64().unwrap();
+        assert!(packed < v1, "{name}: v2 {packed} B vs v1 {v1} B");
+        assert!(t["bound_fraction_v1"].as_f64().unwrap() <= 1.0);
+        let enc: u64 =
+            ["mask", "positions", "empty", "raw"].iter().map(|k| t["tile_encodings"][k].as_u64().unwrap()).sum();
+        assert_eq!(enc, 8, "{name}: {}", t["tile_encodings"]);
+        let bits: u64 = ["position_bits", "value_bits", "directory_bits", "padding_bits"]
+            .iter()
+            .map(|k| t[k].as_u64().unwrap())
+            .sum();
+        assert_eq!(bits as f64, packed * 8.0, "{name}: every bit of the stream accounted for");
+        let vef = t["value_entropy_fraction"].as_f64().unwrap();
+        assert!(vef > 0.3 && vef <= 1.0, "{name}: value_entropy_fraction {vef}");
         let hist: u64 =
             t["tile_density_histogram"]["counts"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).sum();
         assert_eq!(hist, 8, "{name}: every tile in the histogram");
@@ -95,7 +110,14 @@ fn analyze_the_shipped_dump() {
     let o = run(&["analyze", DUMP]);
     assert_ok(&o, "analyze");
     let text = String::from_utf8(o.stdout).unwrap();
-    for n in ["layers.0.mlp.act", "layers.2.mlp.pre_act", "skipped", "input_ids", "tiles per density bin"] {
+    for n in [
+        "layers.0.mlp.act",
+        "layers.2.mlp.pre_act",
+        "skipped",
+        "input_ids",
+        "tiles per density bin",
+        "format version 2",
+    ] {
         assert!(text.contains(n), "table lacks `{n}`:\n{text}");
     }
 }
