@@ -68,6 +68,13 @@ struct Cli {
     /// How the arena's compresses place their tiles: unordered (one atomic per tile) or ordered.
     #[arg(long, default_value = "unordered", value_parser = |s: &str| bitsparse::TileOrder::parse(s).map_err(|e| e.to_string()))]
     tile_order: bitsparse::TileOrder,
+    /// After these steps (comma-separated) the dense run writes each layer's relu(z) (BF16) to
+    /// --dump-dir as relu_step<S>.safetensors, for `bitsparse analyze`.
+    #[arg(long, value_delimiter = ',')]
+    dump_at: Vec<u32>,
+    /// Where --dump-at writes.
+    #[arg(long, default_value = "target/train_ffn/dumps")]
+    dump_dir: PathBuf,
     /// Train on this UTF-8/ASCII text file instead of the shipped one (bytes are the characters).
     #[arg(long)]
     text: Option<PathBuf>,
@@ -120,6 +127,8 @@ fn run(cli: &Cli) -> bitsparse::Result<bool> {
         arena_bytes: cli.arena_bytes,
         arena_density: cli.arena_density,
         tile_order: cli.tile_order,
+        dump_at: cli.dump_at.clone(),
+        dump_dir: cli.dump_dir.clone(),
     };
     cfg.validate()?;
     let text = match &cli.text {

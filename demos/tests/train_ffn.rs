@@ -31,6 +31,7 @@ fn main() {
         needs_test!(train_gradients_match_cpu_reference, ADAPTER),
         needs_test!(train_bit_identical_arena_shrink, ADAPTER),
         needs_test!(train_fp8_storage_runs_and_is_reported_apart, ADAPTER),
+        needs_test!(train_dump_at_writes_each_layers_relu, ADAPTER),
     ])
 }
 
@@ -233,4 +234,39 @@ fn train_fp8_storage_runs_and_is_reported_apart() {
     assert!(f.saving > report.saving);
     assert!(f.max_abs_loss_diff > 0.0, "FP8 storage changed nothing: the mode did not store FP8");
     assert!(f.max_abs_loss_diff < 0.05 * f.reference_final_loss, "FP8 storage drifted by {}", f.max_abs_loss_diff);
+}
+
+/// `--dump-at`: the dense run writes each layer's relu(z) after the chosen steps; the file parses as
+/// safetensors, holds one BF16 `[tokens, hidden]` tensor per layer, and its nonzero count is the one the
+/// trainer's own statistics kernel counted at that step; a dump changes no training bit.
+fn train_dump_at_writes_each_layers_relu() {
+    let dir = std::env::temp_dir().join(format!("bitsparse-dump-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cfg = Config::tiny();
+    cfg.dump_at = vec![2, cfg.steps];
+    cfg.dump_dir = dir.clone();
+    let with = train(&cfg, &[CacheMode::DenseBaseline, CacheMode::BitSparse]);
+    assert!(with.bit_identical, "{:?}", with.mismatch);
+    let without = train(&Config::tiny(), &[CacheMode::DenseBaseline]);
+    assert_eq!(with.loss, without.loss, "dumping changed the training");
+    let (t, h) = (cfg.tokens as u64, cfg.hidden() as u64);
+    for step in [2, cfg.steps] {
+        let bytes = std::fs::read(dir.join(format!("relu_step{step}.safetensors"))).expect("dump written");
+        let parsed =
+            bitsparse_files::ParsedFile::parse(&bytes, bitsparse_files::Kind::Safetensors, None, "dump").unwrap();
+        assert_eq!(parsed.tensors.len(), cfg.layers as usize);
+        for (l, tensor) in parsed.tensors.iter().enumerate() {
+            assert_eq!(tensor.name, format!("layers.{l}.relu"));
+            assert_eq!(tensor.shape, vec![t, h]);
+            let data = &bytes[tensor.range.clone()];
+            assert_eq!(data.len() as u64, t * h * 2);
+            let nnz = bitsparse::cpu::count_nonzeros(data, bitsparse::DType::Bf16);
+            if step == cfg.steps {
+                let want = (with.final_density[l] * (t * h) as f64).round() as u64;
+                assert_eq!(nnz, want, "layer {l}: the dump's nonzeros vs the trainer's count");
+            }
+            assert!(nnz > 0 && nnz < t * h, "layer {l}: {nnz} nonzeros");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

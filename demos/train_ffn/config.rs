@@ -69,6 +69,11 @@ pub struct Config {
     /// How the arena's compresses place their tiles (unordered by default: the arena's choice; the
     /// trained weights are the same either way).
     pub tile_order: bitsparse::TileOrder,
+    /// Steps after which the dense run writes each layer's relu(z) (BF16) to `dump_dir` as
+    /// `relu_step<S>.safetensors` (issue 16's trained-activation table). Not part of the training.
+    pub dump_at: Vec<u32>,
+    /// Where the dumps go.
+    pub dump_dir: std::path::PathBuf,
 }
 
 impl Default for Config {
@@ -88,6 +93,8 @@ impl Default for Config {
             arena_bytes: None,
             arena_density: 0.5,
             tile_order: bitsparse::TileOrder::Unordered,
+            dump_at: Vec::new(),
+            dump_dir: std::path::PathBuf::from("target/train_ffn/dumps"),
         }
     }
 }
@@ -108,6 +115,8 @@ impl Config {
             arena_bytes: None,
             arena_density: 0.5,
             tile_order: bitsparse::TileOrder::Unordered,
+            dump_at: Vec::new(),
+            dump_dir: std::path::PathBuf::from("target/train_ffn/dumps"),
         }
     }
 

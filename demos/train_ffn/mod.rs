@@ -83,6 +83,16 @@ pub fn run_mode(gpu: &mut Gpu, cfg: &Config, corpus: &Corpus, mode: CacheMode, p
     while model.steps_done() < cfg.steps {
         model.step(gpu, corpus)?;
         let s = model.steps_done();
+        if mode == CacheMode::DenseBaseline && cfg.dump_at.contains(&s) {
+            // Outside the timed windows: the partial window is kept (up to the GPU finishing it), the
+            // dump's read is not timed.
+            bitsparse::host::sync::wait_idle(&gpu.device)?;
+            windows.push((s - window_start.0, window_start.1.elapsed().as_secs_f64()));
+            let path = cfg.dump_dir.join(format!("relu_step{s}.safetensors"));
+            model.dump_relu(gpu, &path)?;
+            eprintln!("[{:<13}] step {s}: relu(z) of every layer written to {}", mode.name(), path.display());
+            window_start = (s, Instant::now());
+        }
         if s % cfg.log_every == 0 || s == cfg.steps {
             // A logging point: the only place the host looks at the GPU's state.
             if !model.verify(gpu)? {

@@ -443,6 +443,32 @@ impl Model {
         self.cache.name()
     }
 
+    /// Writes each layer's relu(z) of the last step (BF16, `[tokens, hidden]`) as one safetensors file
+    /// (synchronises). `Ok(false)` when the mode keeps no dense r.
+    pub fn dump_relu(&self, gpu: &Gpu, path: &std::path::Path) -> Result<bool> {
+        let (t, h) = (self.cfg.tokens as u64, self.cfg.hidden() as u64);
+        let mut layers = Vec::new();
+        for l in 0..self.cfg.layers as usize {
+            let Some(r) = self.cache.dense_r(l) else { return Ok(false) };
+            layers.push((format!("layers.{l}.relu"), sync::read_buffer(&gpu.device, &gpu.queue, r, 0, t * h * 2)?));
+        }
+        let shape = [t, h];
+        let tensors: Vec<(&str, &str, &[u64], &[u8])> =
+            layers.iter().map(|(n, b)| (n.as_str(), "BF16", &shape[..], b.as_slice())).collect();
+        let step = self.step.to_string();
+        let bytes = bitsparse_files::safetensors::write(
+            &tensors,
+            Some(&[("generator", "bitsparse demos/train_ffn --dump-at"), ("step", &step), ("activation", "relu")]),
+        );
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| bitsparse::Error::InvalidArgument(format!("{}: {e}", dir.display())))?;
+        }
+        std::fs::write(path, bytes)
+            .map_err(|e| bitsparse::Error::InvalidArgument(format!("{}: {e}", path.display())))?;
+        Ok(true)
+    }
+
     /// Steps run so far.
     pub fn steps_done(&self) -> u32 {
         self.step

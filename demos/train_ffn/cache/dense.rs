@@ -49,6 +49,9 @@ impl HiddenCache for DenseCache {
     fn backward_a(&self, l: usize) -> &wgpu::Buffer {
         self.forward_a(l)
     }
+    fn dense_r(&self, l: usize) -> Option<&wgpu::Buffer> {
+        self.r.get(l)
+    }
     fn forward(&mut self, enc: &mut wgpu::CommandEncoder, l: usize) -> Result<()> {
         record(enc, "cache.forward", std::slice::from_ref(&self.fwd[l]));
         Ok(())

@@ -88,6 +88,10 @@ pub trait HiddenCache {
     fn verify(&mut self, _gpu: &Gpu) -> Result<bool> {
         Ok(true)
     }
+    /// The dense r of layer `l` after its forward, where the mode keeps one (BF16).
+    fn dense_r(&self, _l: usize) -> Option<&wgpu::Buffer> {
+        None
+    }
     /// Times the cache shrank its reservation to follow the data (arena).
     fn resizes(&self) -> u32 {
         0
