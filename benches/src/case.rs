@@ -79,6 +79,10 @@ pub trait Case {
     fn with_a(&self) -> Option<bool> {
         None
     }
+    /// The stream format a codec row reads or writes (`None` on other rows).
+    fn format_version(&self) -> Option<u32> {
+        matches!(self.op(), Op::Compress | Op::Decompress).then_some(1)
+    }
     /// Bytes that must move (docs/CONVENTIONS.md).
     fn bytes_moved(&self) -> u64;
     /// Buffers the case writes or reads besides the batch input (for the fence).
@@ -107,7 +111,10 @@ pub fn make<'a>(op: Op, sign_pack: bool, orders: &[TileOrder], ctx: &BatchCtx<'a
                 out.push(Box::new(CompressCase::new(ctx, sign_pack, order)?));
             }
         }
-        Op::Decompress => out.push(Box::new(DecompressCase::new(ctx, sign_pack)?)),
+        Op::Decompress => {
+            out.push(Box::new(DecompressCase::new(ctx, sign_pack)?));
+            out.push(Box::new(DecompressV2Case::new(ctx, sign_pack)?));
+        }
         Op::FusedForward => {
             for &order in orders {
                 out.extend(super::fused::fused_forward(ctx, sign_pack, order)?);
@@ -360,5 +367,104 @@ impl Case for DecompressCase<'_> {
             }
         }
         Ok(codec_check(ctx, &self.stream.layout, words, note))
+    }
+}
+
+/// GPU decompress of the format-version-2 stream of the batch's tensor (`Codec::decompress_v2`): the
+/// GPU's version-1 stream, compacted and transcoded on the host once when the case is made (version 2
+/// has no GPU writer yet), uploaded, then decoded in every timed repetition.
+struct DecompressV2Case<'a> {
+    codec: &'a Codec,
+    layout: bitsparse::format::v2::LayoutV2,
+    stream: wgpu::Buffer,
+    stream_bytes: u64,
+    out: wgpu::Buffer,
+    dense: u64,
+    sign_pack: bool,
+}
+
+impl<'a> DecompressV2Case<'a> {
+    fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
+        let job = CompressJob::new(ctx, sign_pack, TileOrder::Ordered)?;
+        let mut enc =
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
+        let v1 = job.record(&mut enc)?;
+        sync::submit(ctx.queue, [enc.finish()]);
+        let v1 = host::read_compressed(ctx.device, ctx.queue, &v1)?;
+        let v2 = bitsparse::cpu::transcode_v1(&v1)?;
+        let info = bitsparse::format::StreamInfo::from_bytes(&v2)?;
+        let layout = bitsparse::format::v2::LayoutV2::new(info.dtype, info.n, info.options, false)?;
+        let mut padded = v2;
+        let stream_bytes = padded.len() as u64;
+        // Whole words, plus the guard word the fence clears (`gpu::fence`), outside the bound range.
+        padded.resize(padded.len().div_ceil(4) * 4 + 4, 0);
+        let stream = {
+            use wgpu::util::DeviceExt;
+            ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("bitsparse.bench.stream_v2"),
+                contents: &padded,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            })
+        };
+        let out = gpu::buffer(ctx.device, "bitsparse.bench.decompressed_v2", ctx.dense_bytes())?;
+        Ok(DecompressV2Case {
+            codec: ctx.codec,
+            layout,
+            stream,
+            stream_bytes,
+            out,
+            dense: ctx.dense_bytes(),
+            sign_pack,
+        })
+    }
+}
+
+impl Case for DecompressV2Case<'_> {
+    fn op(&self) -> Op {
+        Op::Decompress
+    }
+    fn sign_pack(&self) -> bool {
+        self.sign_pack
+    }
+    fn format_version(&self) -> Option<u32> {
+        Some(2)
+    }
+    /// The version-2 stream read and the dense tensor written.
+    fn bytes_moved(&self) -> u64 {
+        self.stream_bytes + self.dense
+    }
+    fn buffers(&self) -> Vec<&wgpu::Buffer> {
+        vec![&self.stream, &self.out]
+    }
+    fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        self.codec.decompress_v2(
+            encoder,
+            &self.layout,
+            BufferRange::new(&self.stream, 0, self.stream_bytes.div_ceil(4) * 4),
+            BufferRange::new(&self.out, 0, self.dense),
+        )
+    }
+    fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
+        let mut note = None;
+        if ctx.verify {
+            let back = sync::read_buffer(ctx.device, ctx.queue, &self.out, 0, self.dense)?;
+            if back != ctx.data {
+                let first = back.iter().zip(ctx.data).position(|(a, b)| a != b).unwrap_or(0) as u64 / ctx.dtype.bytes();
+                note = Some(format!(
+                    "decompress v2 {} {} ρ={} n={}: NOT bit-exact (first difference at element {first})",
+                    ctx.dtype,
+                    if self.sign_pack { "sign-packed" } else { "unpacked" },
+                    ctx.density,
+                    ctx.n()
+                ));
+            }
+        }
+        let stored = self.stream_bytes as f64;
+        let bound = entropy_bound_bits(ctx.stats.measured_density, ctx.dtype, self.sign_pack);
+        Ok(Check {
+            ratio: Some(ctx.dense_bytes() as f64 / stored),
+            bound_fraction: Some(bound * ctx.n() as f64 / (stored * 8.0)),
+            note,
+        })
     }
 }

@@ -279,7 +279,7 @@ fn run_batch(ctx: &BatchCtx<'_>, sweep: &Resolved, mode: StampMode, best_copy: O
             bound_fraction: check.bound_fraction,
             tile_order: c.tile_order().map(|o| o.name().to_string()),
             with_a: c.with_a(),
-            format_version: matches!(c.op(), Op::Compress | Op::Decompress).then_some(1),
+            format_version: c.format_version(),
         });
     }
     Ok(out)

@@ -67,15 +67,24 @@ fn v2_gpu_decode_relu2_every_encoding(ctx: GpuContext) {
     for dtype in DType::ALL {
         for sign_pack in [false, true] {
             for (i, &density) in [0.0, 0.002, 0.02, 0.176, 0.5, 1.0].iter().enumerate() {
-                let n = 9 * 4096 + 1000;
-                let bytes = cpu::synthetic_relu2(n, density, dtype, 40 + i as u64);
-                let s = cpu::compress_v2(&bytes, dtype, Options { sign_pack }).unwrap();
-                let st = cpu::v2::stream_stats(&s).unwrap();
-                for (a, b) in seen.iter_mut().zip(st.tile_encodings) {
-                    *a += b;
+                // A partial last tile, and streams of exactly one and two whole 16-tile groups.
+                for n in [9 * 4096 + 1000, 16 * 4096, 32 * 4096] {
+                    let bytes = cpu::synthetic_relu2(n, density, dtype, 40 + i as u64);
+                    let s = cpu::compress_v2(&bytes, dtype, Options { sign_pack }).unwrap();
+                    let st = cpu::v2::stream_stats(&s).unwrap();
+                    for (a, b) in seen.iter_mut().zip(st.tile_encodings) {
+                        *a += b;
+                    }
+                    coded += st.exponent_coded_tiles;
+                    check(&codec, &ctx, &s, &bytes, &format!("relu² {dtype} sign_pack={sign_pack} ρ={density} n={n}"));
+                    // Straight through the API with a binding of exactly the stream's words (no slack).
+                    let (layout, _) = LayoutV2::from_header(&words(&s)).unwrap();
+                    assert_eq!(
+                        decode_direct(&ctx, &codec, &layout, &s),
+                        bytes,
+                        "direct {dtype} sign_pack={sign_pack} ρ={density} n={n}"
+                    );
                 }
-                coded += st.exponent_coded_tiles;
-                check(&codec, &ctx, &s, &bytes, &format!("relu² {dtype} sign_pack={sign_pack} ρ={density}"));
             }
         }
     }
