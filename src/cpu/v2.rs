@@ -496,11 +496,11 @@ pub fn place_starts_shuffled(stream: &[u8], seed: u64) -> Result<Vec<u8>> {
     for (i, w) in layout.header(dw, 0, p.header.amax, p.header.scale).into_iter().enumerate() {
         put_word(&mut out, i, w);
     }
-    for t in 0..order.len() {
+    for (t, &start) in starts.iter().enumerate() {
         put_word(&mut out, layout.desc_offset as usize + t, p.descs[t].word());
-        put_word(&mut out, layout.dir_offset as usize + t, starts[t] as u32);
+        put_word(&mut out, layout.dir_offset as usize + t, start as u32);
         let src = p.tile_data(t);
-        let s = data_at + starts[t] as usize * 4;
+        let s = data_at + start as usize * 4;
         out[s..s + src.len()].copy_from_slice(src);
     }
     Ok(out)

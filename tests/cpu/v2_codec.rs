@@ -182,7 +182,7 @@ proptest! {
 #[test]
 fn v2_conformance_densities_lengths_dtypes() {
     for dtype in DType::ALL {
-        for n in LENGTHS.iter().map(|&l| l as usize).chain([4095, 4097, 16 * 4096 + 1, 17 * 4096]) {
+        for n in LENGTHS.iter().copied().chain([4095, 4097, 16 * 4096 + 1, 17 * 4096]) {
             for &d in DENSITIES.iter() {
                 for sp in [false, true] {
                     let mut data = cpu::synthetic_relu2(n, d, dtype, n as u64 ^ 7);
@@ -251,9 +251,7 @@ fn golden_v2_examples() {
     want.extend([0x0000_003E; 16]);
     want.extend([0x0000_5FC1, 0, 0, 0x0000_1000]);
     assert_eq!(words(&s), want);
-    for s in [&s] {
-        assert_eq!(cpu::decompress(s).unwrap(), data);
-    }
+    assert_eq!(cpu::decompress(&s).unwrap(), data);
 }
 
 #[test]
