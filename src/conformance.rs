@@ -315,8 +315,8 @@ pub fn run_case(ctx: &GpuContext, codec: &Codec, case: &Case) -> std::result::Re
         if v2 != cpu_v2 {
             return Err("version 2 of the GPU stream differs from the CPU's version-2 stream".into());
         }
-        let back =
-            host::decompress_to_vec(codec, dev, q, &v2).map_err(|e| format!("GPU decode of the version-2 stream: {e}"))?;
+        let back = host::decompress_to_vec(codec, dev, q, &v2)
+            .map_err(|e| format!("GPU decode of the version-2 stream: {e}"))?;
         if back != bytes {
             return Err("GPU decode of the version-2 stream differs from the input".into());
         }
