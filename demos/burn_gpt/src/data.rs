@@ -60,6 +60,17 @@ impl Batch {
     pub fn tokens(&self) -> usize {
         self.batch * self.context
     }
+
+    /// Rows `start .. start + n` as a batch of their own (a device's part of a data-parallel batch).
+    pub fn rows(&self, start: usize, n: usize) -> Batch {
+        let span = start * self.context..(start + n) * self.context;
+        Batch {
+            inputs: self.inputs[span.clone()].to_vec(),
+            targets: self.targets[span].to_vec(),
+            batch: n,
+            context: self.context,
+        }
+    }
 }
 
 /// Deterministic batches: batch `i` depends only on the seed and `i`, so warm-up and measured steps,

@@ -6,9 +6,13 @@
 //! `--json` prints exactly one JSON document on stdout; messages go to stderr. Exit 0 when the run
 //! completes (the JSON says whether it was bit-identical; `--require-identical` makes that an exit 1);
 //! exit 1 with one `error: ...` line on failure.
+//!
+//! `--devices N` (N ≥ 2, or 1 with `--learner`) trains data-parallel over N wgpu devices through
+//! burn-train's `Learner` and its multi-device strategy instead (`parallel.rs`).
 
 mod data;
 mod model;
+mod parallel;
 mod report;
 mod run;
 mod train;
@@ -85,6 +89,21 @@ pub struct Args {
     /// Exit 1 unless every BitSparse mode was bit-identical to its dense partner.
     #[arg(long)]
     pub require_identical: bool,
+    /// Train data-parallel over this many wgpu devices with burn-train's Learner
+    /// (`ExecutionStrategy::MultiDevice`, optimizer on the first device); `--batch` sequences per
+    /// device. 1 keeps the single-device run (unless `--learner`). More devices than adapters is an
+    /// error unless `--share-adapter`.
+    #[arg(long, default_value_t = 1)]
+    pub devices: usize,
+    /// Open every device on the first adapter (testing data-parallel training on one GPU or lavapipe).
+    #[arg(long)]
+    pub share_adapter: bool,
+    /// Run through burn-train's Learner even with `--devices 1` (its single-device strategy).
+    #[arg(long)]
+    pub learner: bool,
+    /// Initial arena size in bytes, overriding --arena-mb (tests: forces overflows).
+    #[arg(long, hide = true)]
+    pub arena_bytes: Option<u64>,
 }
 
 fn parse_order(s: &str) -> Result<bitsparse_burn::TileOrder, String> {
@@ -92,6 +111,16 @@ fn parse_order(s: &str) -> Result<bitsparse_burn::TileOrder, String> {
 }
 
 impl Args {
+    /// Whether the run goes through burn-train's Learner (`--devices` ≥ 2 or `--learner`).
+    pub fn data_parallel(&self) -> bool {
+        self.devices > 1 || self.learner
+    }
+
+    /// The initial arena size per device.
+    pub fn arena_bytes(&self) -> u64 {
+        self.arena_bytes.unwrap_or(self.arena_mb << 20)
+    }
+
     /// The chosen modes, once each, in reporting order.
     pub fn modes(&self) -> Vec<Mode> {
         Mode::ALL.into_iter().filter(|m| self.modes.contains(m)).collect()
@@ -108,6 +137,7 @@ impl Args {
             ("--log-every", self.log_every as usize),
             ("--compare-every", self.compare_every as usize),
             ("--arena-mb", self.arena_mb as usize),
+            ("--devices", self.devices),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(format!("{name} must be at least 1"));
@@ -117,6 +147,9 @@ impl Args {
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return Err(format!("--lr must be a positive number, not {}", self.lr));
+        }
+        if self.data_parallel() && self.plot.is_some() {
+            return Err("--plot draws the single-device run; it is not available with --devices/--learner".into());
         }
         if self.context + 1 >= data::CORPUS.chars().count() {
             return Err(format!("--context {} is longer than the corpus", self.context));
@@ -128,6 +161,10 @@ impl Args {
 fn main() -> ExitCode {
     // Burn reports some failures by panicking; they end as one `error: internal: ...` line and exit 1.
     std::panic::set_hook(Box::new(|info| {
+        // A failed data-parallel worker step: burn-train catches it, the run reports the error.
+        if info.payload().is::<parallel::WorkerAbort>() {
+            return;
+        }
         let msg = info
             .payload()
             .downcast_ref::<&str>()
@@ -150,6 +187,9 @@ fn main() -> ExitCode {
 
 fn main_inner(args: &Args) -> Result<ExitCode, String> {
     args.check()?;
+    if args.data_parallel() {
+        return main_parallel(args);
+    }
     let result = run::run(args)?;
     let doc = report::json(args, &result);
     let text = serde_json::to_string_pretty(&doc).map_err(|e| format!("serialising the report: {e}"))?;
@@ -173,4 +213,59 @@ fn main_inner(args: &Args) -> Result<ExitCode, String> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--devices N`: the data-parallel run, reported like the single-device one.
+fn main_parallel(args: &Args) -> Result<ExitCode, String> {
+    let result = parallel::run(args)?;
+    let doc = report::json_parallel(args, &result);
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| format!("serialising the report: {e}"))?;
+    if let Some(path) = &args.out {
+        std::fs::write(path, format!("{text}\n")).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    if args.json {
+        println!("{text}");
+    } else {
+        print!("{}", report::table_parallel(args, &result));
+    }
+    if args.require_identical && result.bit_identical() != Some(true) {
+        eprintln!(
+            "error: --require-identical: a BitSparse mode was not bit-identical to its dense partner (or none ran)"
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(extra: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("burn-gpt").chain(extra.iter().copied())).expect("parses")
+    }
+
+    #[test]
+    fn devices_defaults_to_the_single_device_run() {
+        let a = parse(&[]);
+        assert_eq!(a.devices, 1);
+        assert!(!a.data_parallel() && !a.share_adapter);
+        assert_eq!(a.arena_bytes(), 16 << 20);
+        assert!(a.check().is_ok());
+    }
+
+    #[test]
+    fn devices_flags_select_the_learner() {
+        let a = parse(&["--devices", "2", "--share-adapter"]);
+        assert!(a.data_parallel() && a.share_adapter);
+        assert!(parse(&["--learner"]).data_parallel());
+        assert_eq!(parse(&["--arena-bytes", "4096"]).arena_bytes(), 4096);
+    }
+
+    #[test]
+    fn devices_zero_and_plot_with_devices_are_refused() {
+        assert_eq!(parse(&["--devices", "0"]).check().unwrap_err(), "--devices must be at least 1");
+        assert!(parse(&["--devices", "2", "--plot", "x.svg"]).check().is_err());
+        assert!(Args::try_parse_from(["burn-gpt", "--devices", "two"]).is_err());
+    }
 }

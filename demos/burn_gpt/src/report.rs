@@ -4,7 +4,9 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
+use crate::parallel::{DpModeResult, DpResult};
 use crate::run::{ModeResult, RunResult};
+use crate::train::MemoryMeasure;
 use crate::train::Mode;
 use crate::Args;
 
@@ -234,4 +236,126 @@ pub fn plot(r: &RunResult, path: &Path) -> Result<(), String> {
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
+}
+
+/// The JSON document of a data-parallel run (`--devices N`). Per-mode fields are `<field>_<mode>` and
+/// `null` for a mode that did not run; per-device figures are in `measurements`.
+pub fn json_parallel(args: &Args, r: &DpResult) -> Value {
+    let n = r.adapters.len();
+    let logged: Vec<u64> = (0..args.steps).filter(|s| s % args.log_every == 0 || *s + 1 == args.steps).collect();
+    let mut doc = Map::new();
+    doc.insert("devices".into(), json!(n));
+    doc.insert("strategy".into(), json!(r.strategy));
+    doc.insert("share_adapter".into(), json!(args.share_adapter));
+    doc.insert("adapters".into(), json!(r.adapters));
+    doc.insert("adapter".into(), json!(r.adapters.first()));
+    doc.insert("steps".into(), json!(args.steps));
+    doc.insert("warmup".into(), json!(args.warmup));
+    doc.insert("pretrain_steps".into(), json!(args.pretrain));
+    doc.insert("pretrain_loss".into(), json!(r.pretrain_loss));
+    doc.insert(
+        "config".into(),
+        json!({
+            "d_model": args.d_model, "n_layer": args.n_layer, "n_head": args.n_head, "context": args.context,
+            "batch": args.batch, "lr": args.lr, "seed": args.seed, "vocab": r.shape.vocab,
+            "d_ff": 4 * args.d_model, "activation": "relu2", "dtype": "f32", "arena_bytes": args.arena_bytes(),
+            "tile_order": args.tile_order.name(),
+        }),
+    );
+    doc.insert("batch_per_device".into(), json!(args.batch));
+    doc.insert("tokens_per_step_per_device".into(), json!(args.batch * args.context));
+    doc.insert("tokens_per_step".into(), json!(n * args.batch * args.context));
+    doc.insert("modes".into(), json!(r.modes.keys().map(|m| m.name()).collect::<Vec<_>>()));
+    doc.insert("logged_steps".into(), json!(logged));
+    // burn-train sums the devices' gradients in the order the workers finish: two addends commute
+    // exactly, three or more need not.
+    doc.insert("reduction_deterministic".into(), json!(n <= 2));
+    doc.insert("bit_identical".into(), json!(r.bit_identical()));
+    doc.insert("bit_identity".into(), json!(r.identity));
+    for mode in Mode::ALL {
+        let m = r.modes.get(&mode);
+        let losses = m.map(|m| {
+            let mean = m.mean_losses();
+            logged.iter().map(|&s| mean[s as usize]).collect::<Vec<_>>()
+        });
+        doc.insert(format!("loss_{}", mode.name()), json!(losses));
+        doc.insert(format!("tokens_per_s_{}", mode.name()), json!(m.map(|m| m.tokens_per_s)));
+        doc.insert(
+            format!("activation_bytes_per_token_per_device_{}", mode.name()),
+            json!(m.and_then(DpModeResult::bytes_per_token_per_device)),
+        );
+        doc.insert(format!("step_ms_{}", mode.name()), json!(m.and_then(DpModeResult::median_ms)));
+    }
+    let per_token = |mode: Mode| r.modes.get(&mode).and_then(DpModeResult::bytes_per_token_per_device);
+    doc.insert("saving".into(), json!(saving(per_token(Mode::BitSparse), per_token(Mode::Dense))));
+    doc.insert("saving_ckpt".into(), json!(saving(per_token(Mode::CkptBitSparse), per_token(Mode::CkptDense))));
+    let arena = r.modes.iter().filter(|(m, _)| m.is_bitsparse()).map(|(_, v)| v);
+    doc.insert("arena_used_bytes".into(), json!(arena.clone().flat_map(|v| v.arena_used_bytes.iter().copied()).max()));
+    doc.insert(
+        "arena_capacity_bytes".into(),
+        json!(arena.clone().flat_map(|v| v.arena_capacity_bytes.iter().copied()).max()),
+    );
+    doc.insert("arena_overflows".into(), json!(arena.clone().map(|v| v.overflows).sum::<u32>()));
+    doc.insert("status_reads".into(), json!(arena.map(|v| v.status_reads).sum::<u64>()));
+    let mut out = Map::new();
+    for (mode, m) in &r.modes {
+        out.insert(
+            mode.name().into(),
+            json!({
+                "model_per_device": m.memory,
+                "activation_bytes_per_token_all_devices": m.memory.iter().map(MemoryMeasure::per_token).collect::<Vec<_>>(),
+                "step_ms_all": m.step_ms,
+                "losses_all_per_device": m.losses,
+                "arena_used_bytes_last_step_per_device": m.arena_used_bytes,
+                "arena_capacity_bytes_per_device": m.arena_capacity_bytes,
+                "arena_overflows": m.overflows,
+                "status_reads": m.status_reads,
+            }),
+        );
+    }
+    doc.insert("measurements".into(), Value::Object(out));
+    doc.insert("run_seconds".into(), json!(r.run_seconds));
+    Value::Object(doc)
+}
+
+/// The table of a data-parallel run.
+pub fn table_parallel(args: &Args, r: &DpResult) -> String {
+    let n = r.adapters.len();
+    let mut s = String::new();
+    for (i, a) in r.adapters.iter().enumerate() {
+        s += &format!("device {i}: {} ({})\n", a.name, a.backend);
+    }
+    s += &format!(
+        "strategy: burn-train {} over {n} device(s), {} sequences × {} tokens per device ({} tokens/step)\n\n",
+        r.strategy,
+        args.batch,
+        args.context,
+        n * args.batch * args.context
+    );
+    s += &format!(
+        "{:<16} {:>12} {:>18} {:>14} {:>14}\n",
+        "mode", "final loss", "B/token/device", "tokens/s", "ms/step (med)"
+    );
+    let opt = |v: Option<f64>, p: usize| v.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into());
+    for (mode, m) in &r.modes {
+        s += &format!(
+            "{:<16} {:>12} {:>18} {:>14} {:>14}\n",
+            mode.name(),
+            opt(m.mean_losses().last().copied(), 4),
+            opt(m.bytes_per_token_per_device(), 0),
+            opt(Some(m.tokens_per_s), 0),
+            opt(m.median_ms(), 1)
+        );
+    }
+    for id in &r.identity {
+        s += &format!(
+            "{} vs {}: losses bit-equal {}/{} (step × device), final weights {}\n",
+            id.mode,
+            id.partner,
+            id.losses_equal,
+            id.losses_compared,
+            if id.final_weights_equal { "bit-equal" } else { "differ" }
+        );
+    }
+    s
 }

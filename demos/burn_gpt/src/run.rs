@@ -322,7 +322,7 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
 }
 
 /// `--pretrain` steps of dense training from `initial`; the trained weights, bit-exact, on `base`.
-fn pretrain(
+pub(crate) fn pretrain(
     args: &Args,
     initial: Gpt,
     base: &Device,
