@@ -19,6 +19,7 @@ mod fp8_storage;
 mod fused_dtypes;
 mod gl_backend;
 mod golden_v1;
+mod golden_v2;
 mod gpu_codec;
 mod multi_device;
 mod no_host_sync;
@@ -37,6 +38,7 @@ fn main() {
         fused_dtypes::tests(),
         gl_backend::tests(),
         golden_v1::tests(),
+        golden_v2::tests(),
         gpu_codec::tests(),
         multi_device::tests(),
         no_host_sync::tests(),
