@@ -57,11 +57,6 @@ const SCAN_TILES: u32 = 2u;
 
 // Look-back attempts on an unpublished predecessor before falling back to recomputing it.
 override SPIN_LIMIT: u32 = 64u;
-// Fused forward, an experiment knob (BITSPARSE_KERNEL_CONSTANTS=compress.PRELOAD=1): load all of the
-// thread's rounds of z before the first store of a. The stores to `a4` may alias the loads of `src4` as
-// far as the driver knows, so a load of round r + 1 cannot move above the store of round r: without this
-// each round would wait on its own DRAM round trip. 0 keeps the registers of the other variants.
-override PRELOAD: u32 = 0u;
 // Status words each look-back lane reads per round (subgroup path), at most LOOKBACK_MAX.
 const LOOKBACK_MAX: u32 = 8u;
 override LOOKBACK_PER_LANE: u32 = 1u;
@@ -444,26 +439,9 @@ fn compress(
 #if FP8_STORE
     var amax = 0u;
 #endif
-#if FUSED_FWD
-    var pre: array<vec4<u32>, ROUNDS>;
-    if PRELOAD != 0u {
-        for (var r = 0u; r < ROUNDS; r++) {
-            pre[r] = load_vec(tile, r * WG + li);
-        }
-    }
-#endif
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-#if FUSED_FWD
-        var x: vec4<u32>;
-        if PRELOAD != 0u {
-            x = pre[r];
-        } else {
-            x = load_vec(tile, q);
-        }
-#else
         var x = load_vec(tile, q);
-#endif
 #if FUSED_FWD
         x = relu_vec(x);
         let a = act_vec(x, p.act);
