@@ -41,17 +41,25 @@ const TILE: u32 = 4096u;
 const PLAIN: u32 = 15u;
 
 var<workgroup> wg_mask: array<atomic<u32>, 128>;
-var<workgroup> wg_rank: array<u32, 128>;
+var<workgroup> wg_rank: array<vec2<u32>, 128>;
 var<workgroup> wg_scan: array<u32, 128>;
 var<workgroup> wg_info: vec2<u32>;
+var<workgroup> wg_start: atomic<u32>;
+var<private> base: u32;
 
-// `width` (0 ..= 32) bits of the data starting `bit` bits after word `word`.
-fn read_bits(word: u32, bit: u32, width: u32) -> u32 {
-    let i = word + (bit >> 5u);
+// Word `i` of the tile's data. (Staging the tile's data in workgroup memory first, 9 KB a workgroup,
+// made the kernel 1.6× slower on the H200: occupancy; docs/PERFORMANCE.md.)
+fn data_word(i: u32) -> u32 {
+    return stream[base + i];
+}
+
+// `width` (0 ..= 32) bits of the tile's data starting at bit `bit`.
+fn read_bits(bit: u32, width: u32) -> u32 {
+    let i = bit >> 5u;
     let o = bit & 31u;
-    var v = stream[i] >> o;
+    var v = data_word(i) >> o;
     if o != 0u && o + width > 32u {
-        v |= stream[i + 1u] << (32u - o);
+        v |= data_word(i + 1u) << (32u - o);
     }
     return select(v & ((1u << width) - 1u), v, width >= 32u);
 }
@@ -133,21 +141,30 @@ fn decompress_v2(
         return;
     }
     let len = select(TILE, p.last_len, tile + 1u == p.tiles);
+    // Where the tile's data starts: its own start word, or its group's base plus the words of the
+    // tiles before it in the group (all full tiles: only the stream's last tile is partial), summed by
+    // one thread per earlier tile rather than by one thread in turn (dependent loads).
     if lid == 0u {
         var start = 0u;
         if p.tile_starts != 0u {
             start = stream[p.dir_idx + tile];
         } else {
-            // The tiles of a group lie back to back from its base; all but the last tile are full.
             start = stream[p.dir_idx + tile / 16u];
-            for (var u = tile - tile % 16u; u < tile; u++) {
-                start += tile_words(stream[p.desc_idx + u], TILE);
-            }
         }
-        wg_info = vec2<u32>(p.data_idx + start, stream[p.desc_idx + tile]);
+        atomicStore(&wg_start, start);
+        wg_info.y = stream[p.desc_idx + tile];
+    }
+    workgroupBarrier();
+    let g0 = tile - tile % 16u;
+    if p.tile_starts == 0u && g0 + lid < tile {
+        atomicAdd(&wg_start, tile_words(stream[p.desc_idx + g0 + lid], TILE));
+    }
+    workgroupBarrier();
+    if lid == 0u {
+        wg_info.x = atomicLoad(&wg_start);
     }
     let info = workgroupUniformLoad(&wg_info);
-    let base = info.x;
+    base = p.data_idx + info.x;
     let d = info.y;
     let enc = d & 3u;
     let k = (d >> 14u) & 0x1fffu;
@@ -159,7 +176,7 @@ fn decompress_v2(
     if enc == 0u {
         var m = 0u;
         if lid < mwords {
-            m = stream[base + lid];
+            m = data_word(lid);
         }
         atomicStore(&wg_mask[lid], m);
         values = mwords * 32u;
@@ -176,16 +193,16 @@ fn decompress_v2(
             let j = round * WG + lid;
             var w = 0u;
             if j < uwords {
-                w = read_bits(base, k * l + j * 32u, min(32u, ulen - j * 32u));
+                w = read_bits(k * l + j * 32u, min(32u, ulen - j * 32u));
             }
             let s = scan_excl(countOneBits(w), lid);
             var r = ones_before + s.x;
-            for (var b = 0u; b < 32u; b++) {
-                if ((w >> b) & 1u) != 0u {
-                    let pos = ((j * 32u + b - r) << l) | read_bits(base, r * l, l);
-                    atomicOr(&wg_mask[pos >> 5u], 1u << (pos & 31u));
-                    r++;
-                }
+            for (var m = w; m != 0u; m &= m - 1u) {
+                let b = firstTrailingBit(m);
+                let pos = ((j * 32u + b - r) << l) | read_bits(r * l, l);
+                // In the tile for every valid stream; clamped so a corrupt one cannot write past the mask.
+                atomicOr(&wg_mask[min(pos >> 5u, 127u)], 1u << (pos & 31u));
+                r++;
             }
             ones_before += s.y;
         }
@@ -194,7 +211,8 @@ fn decompress_v2(
     workgroupBarrier();
     let mw = atomicLoad(&wg_mask[lid]);
     let s = scan_excl(countOneBits(mw), lid);
-    wg_rank[lid] = s.x;
+    // Each mask word with the number of set bits before it: one plain load per output word below.
+    wg_rank[lid] = vec2<u32>(mw, s.x);
     workgroupBarrier();
 
     // Output words of this tile: tile * 4096 * bits / 32 onwards.
@@ -203,24 +221,43 @@ fn decompress_v2(
     let owords = (len * p.bits + 31u) / 32u;
     let obase = tile * (TILE * p.bits / 32u);
     for (var q = lid; q < owords; q += WG) {
+        // The word's elements share one mask word; their codes are consecutive in the stream (ranks
+        // r, r + 1, … for the nonzeros; the element index itself in a raw tile), so two stream words
+        // hold them all (at most 4 codes of at most 8 bits, 2 of 16 or 1 of 32, from any bit offset).
+        let e0 = q * epw;
+        var sel = (1u << epw) - 1u; // elements of the word that hold codes (bit i: element e0 + i)
+        var first = e0;             // index of the first code
+        if enc != 3u {
+            let mr = wg_rank[e0 >> 5u];
+            let sh = e0 & 31u;
+            sel = (mr.x >> sh) & sel;
+            first = mr.y + countOneBits(mr.x & ((1u << sh) - 1u));
+        }
+        if e0 + epw > len {
+            sel &= (1u << (len - e0)) - 1u;
+        }
         var word = 0u;
-        for (var i = 0u; i < epw; i++) {
-            let e = q * epw + i;
-            if e >= len {
-                break;
-            }
-            var v = 0u;
-            if enc == 3u {
-                v = decode_value(read_bits(base, e * width, width), d);
-            } else {
-                let mword = atomicLoad(&wg_mask[e >> 5u]);
-                let bit = e & 31u;
-                if ((mword >> bit) & 1u) != 0u {
-                    let rank = wg_rank[e >> 5u] + countOneBits(mword & ((1u << bit) - 1u));
-                    v = decode_value(read_bits(base, values + rank * width, width), d);
+        if sel != 0u {
+            let at = values + first * width;
+            let w0 = data_word(at >> 5u);
+            let w1 = data_word((at >> 5u) + 1u);
+            var off = at & 31u;
+            for (var i = 0u; i < epw; i++) {
+                if ((sel >> i) & 1u) != 0u {
+                    var c = 0u;
+                    if off < 32u {
+                        c = w0 >> off;
+                        if off != 0u {
+                            c |= w1 << (32u - off);
+                        }
+                    } else {
+                        c = w1 >> (off - 32u);
+                    }
+                    c = select(c & ((1u << width) - 1u), c, width >= 32u);
+                    word |= (decode_value(c, d) & emask) << (i * p.bits);
+                    off += width;
                 }
             }
-            word |= (v & emask) << (i * p.bits);
         }
         let o = obase + q;
         if o + 1u == p.out_words && p.tail_bytes < 4u {
