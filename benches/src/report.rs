@@ -59,13 +59,19 @@ pub struct Row {
     pub format_version: Option<u32>,
 }
 
-/// The row's variant column: its tile order, or for a fused backward whether it also wrote `a`.
+/// The row's variant column: its tile order, or for a fused backward whether it also wrote `a`; a
+/// format-version-2 stream says so.
 fn variant(r: &Row) -> String {
-    match (&r.tile_order, r.with_a) {
+    let v = match (&r.tile_order, r.with_a) {
         (Some(o), _) => o.clone(),
         (None, Some(true)) => "with a".into(),
         (None, Some(false)) => "dL/dz only".into(),
         (None, None) => "–".into(),
+    };
+    match (r.format_version, v.as_str()) {
+        (Some(2), "–") => "format v2".into(),
+        (Some(2), _) => format!("{v}, format v2"),
+        _ => v,
     }
 }
 
@@ -129,8 +135,8 @@ impl BenchReport {
             let _ = writeln!(s, "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
             let mut rows: Vec<&Row> = self.rows.iter().filter(|r| r.elements == *n).collect();
             rows.sort_by(|x, y| {
-                (x.op, &x.tile_order, x.with_a, &x.dtype, x.sign_pack)
-                    .cmp(&(y.op, &y.tile_order, y.with_a, &y.dtype, y.sign_pack))
+                (x.op, &x.tile_order, x.with_a, x.format_version, &x.dtype, x.sign_pack)
+                    .cmp(&(y.op, &y.tile_order, y.with_a, y.format_version, &y.dtype, y.sign_pack))
                     .then(y.density.total_cmp(&x.density))
             });
             for r in rows {
