@@ -199,7 +199,7 @@ fn golden_v2_regenerate() {
     );
     // A CLI container of a raw file.
     let data = relu(10_000, 0.1, DType::Bf16, 10);
-    let c = Container::raw(&data, DType::Bf16, Options::SIGN_PACK, |d, t, o| cpu::compress_v2(d, t, o)).unwrap();
+    let c = Container::raw(&data, DType::Bf16, Options::SIGN_PACK, cpu::compress_v2).unwrap();
     add("raw-bf16-packed-n10000.bsp", DType::Bf16, true, &data, &c.to_bytes());
     std::fs::write(d.join("MANIFEST.txt"), lines.join("\n") + "\n").unwrap();
 }
