@@ -42,7 +42,9 @@ const PLAIN: u32 = 15u;
 
 var<workgroup> wg_mask: array<atomic<u32>, 128>;
 var<workgroup> wg_rank: array<vec2<u32>, 128>;
+#if !SUBGROUP
 var<workgroup> wg_scan: array<u32, 128>;
+#endif
 var<workgroup> wg_info: vec2<u32>;
 var<workgroup> wg_start: atomic<u32>;
 var<private> base: u32;
@@ -110,6 +112,33 @@ fn decode_value(c: u32, d: u32) -> u32 {
     return v;
 }
 
+#if SUBGROUP
+// SUBGROUP (`Features::SUBGROUP`): one subgroup scan, each subgroup's total through workgroup memory
+// (at most 32 subgroups: sizes from 4 up), one barrier pair; threads take their roles in (subgroup,
+// lane) order (`li`), so lane order is data order whatever the hardware's mapping.
+var<workgroup> wg_sg: array<u32, 32>;
+var<private> sg_id: u32;
+var<private> sg_lane: u32;
+var<private> sg_size: u32;
+
+// Exclusive prefix sum of `v` over the threads in `li` order, and the total. Call in uniform control flow.
+fn scan_excl(v: u32, li: u32) -> vec2<u32> {
+    let incl = subgroupInclusiveAdd(v);
+    if sg_lane + 1u == sg_size {
+        wg_sg[sg_id] = incl;
+    }
+    workgroupBarrier();
+    var before = 0u;
+    var total = 0u;
+    for (var i = 0u; i < WG / sg_size; i++) {
+        let t = wg_sg[min(i, 31u)];
+        before += select(0u, t, i < sg_id);
+        total += t;
+    }
+    workgroupBarrier();
+    return vec2<u32>(incl - v + before, total);
+}
+#else
 // Exclusive prefix sum of `v` over the workgroup's threads, and the total (Hillis–Steele in workgroup
 // memory). Call in uniform control flow.
 fn scan_excl(v: u32, lid: u32) -> vec2<u32> {
@@ -129,13 +158,28 @@ fn scan_excl(v: u32, lid: u32) -> vec2<u32> {
     workgroupBarrier();
     return vec2<u32>(incl - v, total);
 }
+#endif
 
 @compute @workgroup_size(128)
 fn decompress_v2(
-    @builtin(local_invocation_index) lid: u32,
+    @builtin(local_invocation_index) local_index: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
+#if SUBGROUP
+    @builtin(subgroup_id) subgroup_id: u32,
+    @builtin(subgroup_invocation_id) subgroup_lane: u32,
+    @builtin(subgroup_size) subgroup_size: u32,
+#endif
 ) {
+#if SUBGROUP
+    sg_id = subgroup_id;
+    sg_lane = subgroup_lane;
+    sg_size = subgroup_size;
+    // The thread's role (mask word, upper word, output word) in (subgroup, lane) order.
+    let lid = subgroup_id * subgroup_size + subgroup_lane;
+#else
+    let lid = local_index;
+#endif
     let tile = wid.x + wid.y * nwg.x;
     if tile >= p.tiles {
         return;

@@ -776,10 +776,14 @@ impl Codec {
             // Trusted (no injected bounds checks or loop counters): every workgroup index is bounded by
             // the tile geometry or clamped, every loop by it too, and storage accesses are covered by
             // robust buffer access. Measured on the H200: docs/PERFORMANCE.md ("Format version 2").
+            let defines: &[&str] = match self.path() {
+                CodecPath::Subgroup => &["SUBGROUP"],
+                CodecPath::Portable => &[],
+            };
             crate::dispatch::Program::new(
                 &self.inner.device,
                 "decompress_v2.wgsl",
-                &[],
+                defines,
                 crate::dispatch::Trust::Trusted,
             )
             .kernel(&self.inner.device, "decompress_v2", &[])

@@ -47,9 +47,14 @@ fn matrix(ctx: &GpuContext, codec: &Codec) {
     }
 }
 
+/// Both codec paths of a Vulkan adapter: subgroup scans where it has them (lavapipe does), and the
+/// portable workgroup-memory scan.
 fn v2_gpu_decode_matrix(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     matrix(&ctx, &codec);
+    let portable = Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap();
+    assert_eq!(portable.path(), bitsparse::CodecPath::Portable);
+    matrix(&ctx, &portable);
 }
 
 fn v2_gl_decode_matrix(ctx: GpuContext) {
