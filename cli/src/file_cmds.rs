@@ -104,6 +104,7 @@ pub fn compress(
             "input": input.display().to_string(),
             "output": output.display().to_string(),
             "source": kind.name(),
+            "format_version": version.byte(),
             "tensors": tensors,
             "verbatim": report.verbatim,
             "not_sign_packed": report.not_sign_packed.iter().map(|(n, k)| serde_json::json!({"name": n, "negatives": k})).collect::<Vec<_>>(),
