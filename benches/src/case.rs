@@ -321,13 +321,37 @@ struct DecompressCase<'a> {
     bytes: u64,
 }
 
+/// The batch's tensor compressed once on the GPU (ordered), untimed: the input of the decompress rows.
+fn compress_once(ctx: &BatchCtx<'_>, sign_pack: bool) -> Result<Compressed> {
+    let job = CompressJob::new(ctx, sign_pack, TileOrder::Ordered)?;
+    let mut enc =
+        ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
+    let stream = job.record(&mut enc)?;
+    sync::submit(ctx.queue, [enc.finish()]);
+    Ok(stream)
+}
+
+/// After timing, with `ctx.verify`: the note a decompress row gets when `out` does not hold the input.
+fn decoded_mismatch(ctx: &BatchCtx<'_>, what: &str, sign_pack: bool, out: &wgpu::Buffer) -> Result<Option<String>> {
+    if !ctx.verify {
+        return Ok(None);
+    }
+    let back = sync::read_buffer(ctx.device, ctx.queue, out, 0, ctx.dense_bytes())?;
+    Ok((back != ctx.data).then(|| {
+        let first = back.iter().zip(ctx.data).position(|(a, b)| a != b).unwrap_or(0) as u64 / ctx.dtype.bytes();
+        format!(
+            "{what} {} {} ρ={} n={}: NOT bit-exact (first difference at element {first})",
+            ctx.dtype,
+            if sign_pack { "sign-packed" } else { "unpacked" },
+            ctx.density,
+            ctx.n()
+        )
+    }))
+}
+
 impl<'a> DecompressCase<'a> {
     fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
-        let job = CompressJob::new(ctx, sign_pack, TileOrder::Ordered)?;
-        let mut enc =
-            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
-        let stream = job.record(&mut enc)?;
-        sync::submit(ctx.queue, [enc.finish()]);
+        let stream = compress_once(ctx, sign_pack)?;
         let out = gpu::buffer(ctx.device, "bitsparse.bench.decompressed", ctx.dense_bytes())?;
         let bytes = ctx.dense_bytes() + ctx.stats.mask_and_values_bytes(&stream.layout);
         Ok(DecompressCase { codec: ctx.codec, stream, out, dense: ctx.dense_bytes(), bytes })
@@ -351,21 +375,12 @@ impl Case for DecompressCase<'_> {
         self.codec.decompress(encoder, &self.stream, BufferRange::new(&self.out, 0, self.dense))
     }
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
-        let (words, mut note) = stored_value_words(ctx, &self.stream)?;
-        if ctx.verify {
-            let back = sync::read_buffer(ctx.device, ctx.queue, &self.out, 0, self.dense)?;
-            if back != ctx.data {
-                let first = back.iter().zip(ctx.data).position(|(a, b)| a != b).unwrap_or(0) as u64 / ctx.dtype.bytes();
-                let earlier = note.map(|n| format!("{n}; ")).unwrap_or_default();
-                note = Some(format!(
-                    "{earlier}decompress {} {} ρ={} n={}: NOT bit-exact (first difference at element {first})",
-                    ctx.dtype,
-                    if self.sign_pack() { "sign-packed" } else { "unpacked" },
-                    ctx.density,
-                    ctx.n()
-                ));
-            }
-        }
+        let (words, note) = stored_value_words(ctx, &self.stream)?;
+        let mismatch = decoded_mismatch(ctx, "decompress", self.sign_pack(), &self.out)?;
+        let note = match (note, mismatch) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
         Ok(codec_check(ctx, &self.stream.layout, words, note))
     }
 }
@@ -385,12 +400,7 @@ struct DecompressV2Case<'a> {
 
 impl<'a> DecompressV2Case<'a> {
     fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
-        let job = CompressJob::new(ctx, sign_pack, TileOrder::Ordered)?;
-        let mut enc =
-            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
-        let v1 = job.record(&mut enc)?;
-        sync::submit(ctx.queue, [enc.finish()]);
-        let v1 = host::read_compressed(ctx.device, ctx.queue, &v1)?;
+        let v1 = host::read_compressed(ctx.device, ctx.queue, &compress_once(ctx, sign_pack)?)?;
         let v2 = bitsparse::cpu::transcode_v1(&v1)?;
         let info = bitsparse::format::StreamInfo::from_bytes(&v2)?;
         let layout = bitsparse::format::v2::LayoutV2::new(info.dtype, info.n, info.options, false)?;
@@ -445,20 +455,7 @@ impl Case for DecompressV2Case<'_> {
         )
     }
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
-        let mut note = None;
-        if ctx.verify {
-            let back = sync::read_buffer(ctx.device, ctx.queue, &self.out, 0, self.dense)?;
-            if back != ctx.data {
-                let first = back.iter().zip(ctx.data).position(|(a, b)| a != b).unwrap_or(0) as u64 / ctx.dtype.bytes();
-                note = Some(format!(
-                    "decompress v2 {} {} ρ={} n={}: NOT bit-exact (first difference at element {first})",
-                    ctx.dtype,
-                    if self.sign_pack { "sign-packed" } else { "unpacked" },
-                    ctx.density,
-                    ctx.n()
-                ));
-            }
-        }
+        let note = decoded_mismatch(ctx, "decompress v2", self.sign_pack, &self.out)?;
         let stored = self.stream_bytes as f64;
         let bound = entropy_bound_bits(ctx.stats.measured_density, ctx.dtype, self.sign_pack);
         Ok(Check {

@@ -10,9 +10,7 @@
 use super::validate::{check_status, parse as parse_v1};
 use super::words::{put_word, word, word_range, BitReader, BitWriter};
 use crate::error::{Error, Result};
-use crate::format::v2::{
-    ef_upper_bits, enc, tile_capacity_words, LayoutV2, TileDesc, ENCODING_NAMES, GROUP_TILES, PLAIN,
-};
+use crate::format::v2::{ef_upper_bits, enc, LayoutV2, TileDesc, ENCODING_NAMES, GROUP_TILES, PLAIN};
 use crate::format::{DType, Header, Options, HEADER_BYTES, HEADER_WORDS, TILE};
 
 fn corrupt(msg: impl Into<String>) -> Error {
@@ -546,11 +544,6 @@ pub fn stream_stats(stream: &[u8]) -> Result<StreamStats> {
         s.exponent_coded_tiles += (d.eb != PLAIN && d.enc != enc::EMPTY) as u64;
     }
     Ok(s)
-}
-
-/// Largest tile data a version-2 writer can produce for a tile of `len` elements (for sizing).
-pub fn tile_capacity(dtype: DType, sign_pack: bool, len: u32) -> u64 {
-    tile_capacity_words(dtype, sign_pack, len)
 }
 
 #[cfg(test)]

@@ -246,8 +246,9 @@ fn split_v2(stream: &[u8], groups: u64) -> Result<Vec<(format::v2::LayoutV2, Vec
 /// Decompresses a version-2 stream on the GPU (validated and compacted on the host first).
 fn decompress_v2_to_vec(codec: &Codec, device: &wgpu::Device, queue: &wgpu::Queue, stream: &[u8]) -> Result<Vec<u8>> {
     use format::v2::{tile_capacity_words, GROUP_TILES};
-    let info = crate::cpu::validate_any(stream)?;
+    // `compact` validates the stream completely (FORMAT.md §14.7) before it rewrites it.
     let compact = crate::cpu::compact(stream)?;
+    let info = format::StreamInfo::from_bytes(&compact)?;
     let eb = info.dtype.bytes();
     // Whole groups whose worst-case stream and dense output each fit one binding (and the piece cap).
     let per_tile = (tile_capacity_words(info.dtype, info.options.sign_pack, TILE) + 2) * 4;

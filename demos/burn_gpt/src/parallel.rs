@@ -454,8 +454,7 @@ impl DpModeResult {
 
     /// Activation bytes per token per device: the mean over the devices.
     pub fn bytes_per_token_per_device(&self) -> Option<f64> {
-        (!self.memory.is_empty())
-            .then(|| self.memory.iter().map(MemoryMeasure::per_token).sum::<f64>() / self.memory.len() as f64)
+        MemoryMeasure::mean_per_token(&self.memory)
     }
 }
 

@@ -72,8 +72,7 @@ impl ModeResult {
 
     /// Activation bytes per token of one MLP block (mean over the layers).
     pub fn mlp_bytes_per_token(&self) -> Option<f64> {
-        (!self.mlp_memory.is_empty())
-            .then(|| self.mlp_memory.iter().map(MemoryMeasure::per_token).sum::<f64>() / self.mlp_memory.len() as f64)
+        MemoryMeasure::mean_per_token(&self.mlp_memory)
     }
 }
 

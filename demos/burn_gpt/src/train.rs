@@ -124,6 +124,12 @@ impl MemoryMeasure {
     pub fn per_token(&self) -> f64 {
         (self.pool_bytes as f64 + self.arena_bytes as f64) / self.tokens as f64
     }
+
+    /// The mean of `per_token` over `measures` (layers, devices); `None` when there are none.
+    pub fn mean_per_token(measures: &[MemoryMeasure]) -> Option<f64> {
+        (!measures.is_empty())
+            .then(|| measures.iter().map(MemoryMeasure::per_token).sum::<f64>() / measures.len() as f64)
+    }
 }
 
 impl Trainer {
