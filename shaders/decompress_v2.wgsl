@@ -20,25 +20,51 @@
 struct Params {
     tiles: u32,        // tiles of this dispatch
     last_len: u32,     // elements of its last tile (1 ..= 4096)
-    bits: u32,         // element width: 8, 16 or 32
+    full_tiles: u32,   // tiles written through `dst4` (all but a partial last one)
     mbits: u32,        // mantissa width of the dtype
     sign_pack: u32,    // 1: values stored without their sign bit
     tile_starts: u32,  // 1: the directory holds one start word per tile, else one base per 16 tiles
     desc_idx: u32,     // index in `stream` of descriptor 0
     dir_idx: u32,      // index in `stream` of the directory
     data_idx: u32,     // index in `stream` of the data section
-    out_idx: u32,      // index in `dst` of the first output word
-    out_words: u32,    // output words of this dispatch
-    tail_bytes: u32,   // bytes of the output in its last word (4: whole word)
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> stream: array<u32>;
-@group(0) @binding(1) var<storage, read_write> dst: array<u32>;
-@group(0) @binding(2) var<uniform> p: Params;
+// The full tiles' output, a vec4 per thread and round (coalesced), and the partial last tile's words.
+@group(0) @binding(1) var<storage, read_write> dst4: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> dst_tail: array<u32>;
+@group(0) @binding(3) var<uniform> p: Params;
 
 const WG: u32 = 128u;
 const TILE: u32 = 4096u;
 const PLAIN: u32 = 15u;
+// Element geometry, as shaders/lib/tile.wgsl's: BITS32 (F32), BITS8 (FP8), else 16-bit elements. Each
+// thread decodes one vec4 of output (EPV elements, inside one mask word) per round.
+#if BITS32
+const BITS: u32 = 32u;
+const EPV: u32 = 4u;
+const ROUNDS: u32 = 8u;
+const ELEM_MASK: u32 = 0xffffffffu;
+#else
+#if BITS8
+const BITS: u32 = 8u;
+const EPV: u32 = 16u;
+const ROUNDS: u32 = 2u;
+const ELEM_MASK: u32 = 0xffu;
+#else
+const BITS: u32 = 16u;
+const EPV: u32 = 8u;
+const ROUNDS: u32 = 4u;
+const ELEM_MASK: u32 = 0xffffu;
+#endif
+#endif
+const EPW: u32 = 32u / BITS;
+const VECS_PER_TILE: u32 = TILE * BITS / 128u;
+const WORD_BITS_MASK: u32 = (1u << EPW) - 1u;
+const VEC_BITS_MASK: u32 = (1u << EPV) - 1u;
 
 var<workgroup> wg_mask: array<atomic<u32>, 128>;
 var<workgroup> wg_rank: array<vec2<u32>, 128>;
@@ -46,7 +72,7 @@ var<workgroup> wg_rank: array<vec2<u32>, 128>;
 var<workgroup> wg_scan: array<u32, 128>;
 #endif
 var<workgroup> wg_info: vec2<u32>;
-var<workgroup> wg_start: atomic<u32>;
+var<workgroup> wg_part: array<u32, 17>;
 var<private> base: u32;
 
 // Word `i` of the tile's data. (Staging the tile's data in workgroup memory first, 9 KB a workgroup,
@@ -69,7 +95,7 @@ fn read_bits(bit: u32, width: u32) -> u32 {
 fn value_width(d: u32) -> u32 {
     let eb = (d >> 2u) & 15u;
     if eb == PLAIN {
-        return p.bits - p.sign_pack;
+        return BITS - p.sign_pack;
     }
     return (1u - p.sign_pack) + eb + p.mbits;
 }
@@ -97,19 +123,28 @@ fn tile_words(d: u32, len: u32) -> u32 {
     return (v + 31u) / 32u;
 }
 
-// The element whose code is `c` under descriptor `d`.
-fn decode_value(c: u32, d: u32) -> u32 {
+// How a tile's codes decode, for every code alike (FORMAT.md §14.4): element = ((code & low) + add) |
+// (((code >> sign_at) & sign) << (BITS - 1)). Exponent offset: `low` keeps mantissa and offset, `add` is
+// emin moved to the exponent field (the sum never carries out of it: emin + 2^eb - 1 < 2^E), `sign` moves
+// the sign field up (0 when sign-packed). Plain: the code is the element (low all ones, add 0, sign 0).
+struct Code {
+    width: u32,
+    vmask: u32,
+    low: u32,
+    add: u32,
+    sign_at: u32,
+    sign: u32,
+}
+
+fn tile_code(d: u32) -> Code {
     let eb = (d >> 2u) & 15u;
+    let width = value_width(d);
+    let vmask = select((1u << width) - 1u, 0xffffffffu, width >= 32u);
     if eb == PLAIN {
-        return c;
+        return Code(width, vmask, 0xffffffffu, 0u, 0u, 0u);
     }
-    let emin = (d >> 6u) & 0xffu;
     let m = p.mbits;
-    var v = (c & ((1u << m) - 1u)) | ((((c >> m) & ((1u << eb) - 1u)) + emin) << m);
-    if p.sign_pack == 0u {
-        v |= ((c >> (m + eb)) & 1u) << (p.bits - 1u);
-    }
-    return v;
+    return Code(width, vmask, (1u << (m + eb)) - 1u, ((d >> 6u) & 0xffu) << m, m + eb, 1u - p.sign_pack);
 }
 
 #if SUBGROUP
@@ -160,6 +195,46 @@ fn scan_excl(v: u32, lid: u32) -> vec2<u32> {
 }
 #endif
 
+// The selection bits of each of a vec's four output words.
+fn word_bits(bits: u32) -> vec4<u32> {
+    return vec4<u32>(bits, bits >> EPW, bits >> (2u * EPW), bits >> (3u * EPW)) & vec4<u32>(WORD_BITS_MASK);
+}
+
+// Four stream words, each index clamped to `lim` (the last word the binding holds).
+fn get4(i: vec4<u32>, lim: u32) -> vec4<u32> {
+    let c = min(i, vec4<u32>(lim));
+    return vec4<u32>(stream[c.x], stream[c.y], stream[c.z], stream[c.w]);
+}
+
+// For each of a vec's four output words: the tile data's bits from its first code on. Its codes (at most
+// EPW of at most BITS bits) are consecutive, so two words hold them from any bit offset. `first`: the
+// vec's first code; `values`: the bit of the tile data where code 0 starts.
+fn gather(bits: u32, first: u32, values: u32, width: u32, lim: u32) -> vec4<u32> {
+    let c = countOneBits(word_bits(bits));
+    let k = vec4<u32>(first, first + c.x, first + c.x + c.y, first + c.x + c.y + c.z);
+    let at = vec4<u32>(values) + k * width;
+    let wi = vec4<u32>(base) + (at >> vec4<u32>(5u));
+    let sh = at & vec4<u32>(31u);
+    let lo = get4(wi, lim);
+    let hi = get4(wi + vec4<u32>(1u), lim);
+    return (lo >> sh) | select(vec4<u32>(0u), hi << (vec4<u32>(32u) - sh), sh != vec4<u32>(0u));
+}
+
+// One output word: the codes packed from bit 0 of `x`, decoded, into the elements `bits` selects, in
+// order; the other elements are zero.
+fn deposit(bits: u32, x_in: u32, code: Code) -> u32 {
+    var x = x_in;
+    var w = 0u;
+    for (var e = 0u; e < EPW; e++) {
+        let c = x & code.vmask;
+        let v = ((c & code.low) + code.add) | (((c >> code.sign_at) & code.sign) << (BITS - 1u));
+        let take = ((bits >> e) & 1u) != 0u;
+        w |= select(0u, (v & ELEM_MASK) << (e * BITS), take);
+        x = select(x, x >> code.width, take);
+    }
+    return w;
+}
+
 @compute @workgroup_size(128)
 fn decompress_v2(
     @builtin(local_invocation_index) local_index: u32,
@@ -186,26 +261,29 @@ fn decompress_v2(
     }
     let len = select(TILE, p.last_len, tile + 1u == p.tiles);
     // Where the tile's data starts: its own start word, or its group's base plus the words of the
-    // tiles before it in the group (all full tiles: only the stream's last tile is partial), summed by
-    // one thread per earlier tile rather than by one thread in turn (dependent loads).
+    // tiles before it in the group (all full tiles: only the stream's last tile is partial). Every word
+    // this needs is loaded at once, one thread each (the group's descriptors and the directory word),
+    // so finding the tile costs one memory latency, not a chain of them.
+    let g0 = tile - tile % 16u;
+    if lid < 16u {
+        var part = 0u;
+        let dg = stream[p.desc_idx + min(g0 + lid, p.tiles - 1u)];
+        if g0 + lid == tile {
+            wg_info.y = dg;
+        } else if p.tile_starts == 0u && g0 + lid < tile {
+            part = tile_words(dg, TILE);
+        }
+        wg_part[lid] = part;
+    } else if lid == 16u {
+        wg_part[16] = stream[p.dir_idx + select(tile / 16u, tile, p.tile_starts != 0u)];
+    }
+    workgroupBarrier();
     if lid == 0u {
         var start = 0u;
-        if p.tile_starts != 0u {
-            start = stream[p.dir_idx + tile];
-        } else {
-            start = stream[p.dir_idx + tile / 16u];
+        for (var i = 0u; i < 17u; i++) {
+            start += wg_part[i];
         }
-        atomicStore(&wg_start, start);
-        wg_info.y = stream[p.desc_idx + tile];
-    }
-    workgroupBarrier();
-    let g0 = tile - tile % 16u;
-    if p.tile_starts == 0u && g0 + lid < tile {
-        atomicAdd(&wg_start, tile_words(stream[p.desc_idx + g0 + lid], TILE));
-    }
-    workgroupBarrier();
-    if lid == 0u {
-        wg_info.x = atomicLoad(&wg_start);
+        wg_info.x = start;
     }
     let info = workgroupUniformLoad(&wg_info);
     base = p.data_idx + info.x;
@@ -259,57 +337,55 @@ fn decompress_v2(
     wg_rank[lid] = vec2<u32>(mw, s.x);
     workgroupBarrier();
 
-    // Output words of this tile: tile * 4096 * bits / 32 onwards.
-    let epw = 32u / p.bits;
-    let emask = select((1u << p.bits) - 1u, 0xffffffffu, p.bits == 32u);
-    let owords = (len * p.bits + 31u) / 32u;
-    let obase = tile * (TILE * p.bits / 32u);
-    for (var q = lid; q < owords; q += WG) {
-        // The word's elements share one mask word; their codes are consecutive in the stream (ranks
-        // r, r + 1, … for the nonzeros; the element index itself in a raw tile), so two stream words
-        // hold them all (at most 4 codes of at most 8 bits, 2 of 16 or 1 of 32, from any bit offset).
-        let e0 = q * epw;
-        var sel = (1u << epw) - 1u; // elements of the word that hold codes (bit i: element e0 + i)
-        var first = e0;             // index of the first code
-        if enc != 3u {
-            let mr = wg_rank[e0 >> 5u];
-            let sh = e0 & 31u;
-            sel = (mr.x >> sh) & sel;
-            first = mr.y + countOneBits(mr.x & ((1u << sh) - 1u));
-        }
-        if e0 + epw > len {
-            sel &= (1u << (len - e0)) - 1u;
-        }
-        var word = 0u;
-        if sel != 0u {
-            let at = values + first * width;
-            let w0 = data_word(at >> 5u);
-            let w1 = data_word((at >> 5u) + 1u);
-            var off = at & 31u;
-            for (var i = 0u; i < epw; i++) {
-                if ((sel >> i) & 1u) != 0u {
-                    var c = 0u;
-                    if off < 32u {
-                        c = w0 >> off;
-                        if off != 0u {
-                            c |= w1 << (32u - off);
-                        }
-                    } else {
-                        c = w1 >> (off - 32u);
-                    }
-                    c = select(c & ((1u << width) - 1u), c, width >= 32u);
-                    word |= (decode_value(c, d) & emask) << (i * p.bits);
-                    off += width;
-                }
+    // The output, in version 1's structure (shaders/decompress.wgsl, measured there): thread `lid` owns
+    // vec4 `r * WG + lid` of the tile in round r (EPV elements inside one mask word); every round's stream
+    // words are loaded before any is decoded, two per output word, clamped to the binding.
+    let code = tile_code(d);
+    let lim = arrayLength(&stream) - 1u;
+    var sel: array<u32, ROUNDS>;
+    var xs: array<vec4<u32>, ROUNDS>;
+    for (var r = 0u; r < ROUNDS; r++) {
+        let e0 = (r * WG + lid) * EPV;
+        var bits = 0u;
+        var first = e0; // the rank of the vec's first code (the element index itself in a raw tile)
+        if e0 < len {
+            bits = VEC_BITS_MASK;
+            if enc != 3u {
+                let mr = wg_rank[e0 >> 5u];
+                let sh = e0 & 31u;
+                bits = (mr.x >> sh) & VEC_BITS_MASK;
+                first = mr.y + countOneBits(mr.x & ((1u << sh) - 1u));
+            }
+            if e0 + EPV > len {
+                bits &= (1u << (len - e0)) - 1u;
             }
         }
-        let o = obase + q;
-        if o + 1u == p.out_words && p.tail_bytes < 4u {
-            // The range ends inside this word: keep the bytes past it.
-            let keep = ~((1u << (p.tail_bytes * 8u)) - 1u);
-            dst[p.out_idx + o] = (dst[p.out_idx + o] & keep) | (word & ~keep);
+        sel[r] = bits;
+        xs[r] = gather(bits, first, values, code.width, lim);
+    }
+    for (var r = 0u; r < ROUNDS; r++) {
+        let q = r * WG + lid;
+        let b = word_bits(sel[r]);
+        let x = xs[r];
+        let v = vec4<u32>(deposit(b.x, x.x, code), deposit(b.y, x.y, code), deposit(b.z, x.z, code), deposit(b.w, x.w, code));
+        if tile < p.full_tiles {
+            dst4[tile * VECS_PER_TILE + q] = v;
         } else {
-            dst[p.out_idx + o] = word;
+            // The partial last tile: whole words, and a read-modify-write of a last word the tensor only
+            // partly covers, so bytes past the range are preserved.
+            for (var k4 = 0u; k4 < 4u; k4++) {
+                let w = q * 4u + k4;
+                let first = w * EPW;
+                if first < len {
+                    let n_in = min(len - first, EPW);
+                    if n_in == EPW {
+                        dst_tail[w] = v[k4];
+                    } else {
+                        let keep = ~((1u << (n_in * BITS)) - 1u);
+                        dst_tail[w] = (dst_tail[w] & keep) | (v[k4] & ~keep);
+                    }
+                }
+            }
         }
     }
 }

@@ -128,16 +128,16 @@ crate::shader_params! {
     struct DecompressV2Params: "decompress_v2.wgsl" Params {
         tiles: u32,
         last_len: u32,
-        bits: u32,
+        full_tiles: u32,
         mbits: u32,
         sign_pack: u32,
         tile_starts: u32,
         desc_idx: u32,
         dir_idx: u32,
         data_idx: u32,
-        out_idx: u32,
-        out_words: u32,
-        tail_bytes: u32,
+        _pad0: u32,
+        _pad1: u32,
+        _pad2: u32,
     }
 }
 
@@ -208,8 +208,8 @@ struct Inner {
     dummy_rw: wgpu::Buffer,
     dummy_rw2: wgpu::Buffer,
     dummy_rw3: wgpu::Buffer,
-    /// `shaders/decompress_v2.wgsl`, built on first use.
-    v2_decoder: OnceLock<crate::dispatch::Kernel>,
+    /// `shaders/decompress_v2.wgsl` for 8-, 16- and 32-bit elements, each built on first use.
+    v2_decoder: [OnceLock<crate::dispatch::Kernel>; 3],
 }
 
 /// The GPU codec of one device. Cheap to clone.
@@ -279,7 +279,7 @@ impl Codec {
                 dummy_rw,
                 dummy_rw2,
                 dummy_rw3,
-                v2_decoder: OnceLock::new(),
+                v2_decoder: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
             }),
         })
     }
@@ -772,45 +772,54 @@ impl Codec {
         if layout.tiles == 0 {
             return Ok(());
         }
-        let kernel = self.inner.v2_decoder.get_or_init(|| {
+        let (slot, width_define) = match layout.dtype.bits() {
+            8 => (0, Some("BITS8")),
+            32 => (2, Some("BITS32")),
+            _ => (1, None),
+        };
+        let kernel = self.inner.v2_decoder[slot].get_or_init(|| {
             // Trusted (no injected bounds checks or loop counters): every workgroup index is bounded by
             // the tile geometry or clamped, every loop by it too, and storage accesses are covered by
             // robust buffer access. Measured on the H200: docs/PERFORMANCE.md ("Format version 2").
-            let defines: &[&str] = match self.path() {
-                CodecPath::Subgroup => &["SUBGROUP"],
-                CodecPath::Portable => &[],
-            };
+            let mut defines: Vec<&str> = width_define.into_iter().collect();
+            if self.path() == CodecPath::Subgroup {
+                defines.push("SUBGROUP");
+            }
             crate::dispatch::Program::new(
                 &self.inner.device,
                 "decompress_v2.wgsl",
-                defines,
+                &defines,
                 crate::dispatch::Trust::Trusted,
             )
             .kernel(&self.inner.device, "decompress_v2", &[])
         });
-        let tail = (dense % 4) as u32;
+        let last_len = layout.tile_len(layout.tiles - 1);
+        let full_tiles = layout.tiles - u64::from(last_len < TILE as u32);
         let params = DecompressV2Params {
             tiles: layout.tiles as u32,
-            last_len: layout.tile_len(layout.tiles - 1),
-            bits: layout.dtype.bits(),
+            last_len,
+            full_tiles: full_tiles as u32,
             mbits: layout.dtype.mantissa_bits(),
             sign_pack: layout.options.sign_pack as u32,
             tile_starts: layout.tile_starts as u32,
             desc_idx: layout.desc_offset as u32,
             dir_idx: layout.dir_offset as u32,
             data_idx: layout.data_offset as u32,
-            out_idx: 0,
-            out_words: dense.div_ceil(4) as u32,
-            tail_bytes: if tail == 0 { 4 } else { tail },
+            ..Default::default()
         };
-        let out = wgpu::BufferBinding {
-            buffer: output.buffer,
-            offset: output.offset,
-            size: wgpu::BufferSize::new(dense.div_ceil(4) * 4),
+        // The full tiles through a vec4 view, the partial last one (if any) through a word view, as the
+        // version-1 decoder binds them (`dense_windows`).
+        let chunk = Chunk {
+            first: 0,
+            tiles: layout.tiles,
+            full_tiles,
+            tail_len: if full_tiles < layout.tiles { last_len as u64 } else { 0 },
         };
+        let (dst4, dst_tail) =
+            self.dense_windows(&output, &chunk, layout.dtype.bytes(), &self.inner.dummy_rw.as_entire_buffer_binding());
         let mut pass = begin_pass(encoder, "bitsparse.decompress_v2");
         KernelDispatch::new(&self.inner.device, &mut pass, kernel)
-            .bind([("stream", stream.binding()), ("dst", out)])
+            .bind([("stream", stream.binding()), ("dst4", dst4), ("dst_tail", dst_tail)])
             .params(&params)
             .dispatch(self.grid(layout.tiles));
         Ok(())
