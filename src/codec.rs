@@ -794,7 +794,7 @@ impl Codec {
             .kernel(&self.inner.device, "decompress_v2", &[])
         });
         let last_len = layout.tile_len(layout.tiles - 1);
-        let full_tiles = layout.tiles - u64::from(last_len < TILE as u32);
+        let full_tiles = layout.tiles - u64::from(last_len < TILE);
         let params = DecompressV2Params {
             tiles: layout.tiles as u32,
             last_len,
