@@ -124,6 +124,24 @@ crate::shader_params! {
 }
 
 crate::shader_params! {
+    /// The uniform of `compress_v2.wgsl`.
+    struct CompressV2Params: "compress_v2.wgsl" Params {
+        tiles: u32,
+        full_tiles: u32,
+        tail_len: u32,
+        sign_pack: u32,
+        mbits: u32,
+        ebits: u32,
+        desc_idx: u32,
+        dir_idx: u32,
+        data_idx: u32,
+        info: u32,
+        n_lo: u32,
+        n_hi: u32,
+    }
+}
+
+crate::shader_params! {
     /// The uniform of `decompress_v2.wgsl`.
     struct DecompressV2Params: "decompress_v2.wgsl" Params {
         tiles: u32,
@@ -210,6 +228,8 @@ struct Inner {
     dummy_rw3: wgpu::Buffer,
     /// `shaders/decompress_v2.wgsl` for 8-, 16- and 32-bit elements, each built on first use.
     v2_decoder: [OnceLock<crate::dispatch::Kernel>; 3],
+    /// `shaders/compress_v2.wgsl` (`header`, `compress`) for 8-, 16- and 32-bit elements, built on first use.
+    v2_encoder: [OnceLock<(crate::dispatch::Kernel, crate::dispatch::Kernel)>; 3],
 }
 
 /// The GPU codec of one device. Cheap to clone.
@@ -280,6 +300,7 @@ impl Codec {
                 dummy_rw2,
                 dummy_rw3,
                 v2_decoder: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
+                v2_encoder: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
             }),
         })
     }
@@ -728,6 +749,106 @@ impl Codec {
             output,
             None,
         )
+    }
+
+    /// Records the compression of `n` elements of `dtype` read from `input` into a format-version-2
+    /// stream (docs/FORMAT.md §14) in `output` (at least [`LayoutV2::capacity_bytes`] of the returned
+    /// layout, with tile starts). Nothing is submitted.
+    ///
+    /// Each tile takes the smallest encoding exactly as `cpu::compress_v2` chooses it and claims its words
+    /// with one atomic (no inter-workgroup waiting), so the directory holds tile starts
+    /// (`TILE_STARTS`) and the bytes vary from run to run; `cpu::compact` of the stream is byte-identical
+    /// to `cpu::compress_v2` of the data. A sign bit under sign packing sets the header's status (the
+    /// stream then decodes to `Error::SignBitSet`). The input and the stream must lie in different
+    /// buffers and each fit one storage binding (`Error::Unsupported` otherwise).
+    ///
+    /// [`LayoutV2::capacity_bytes`]: format::v2::LayoutV2::capacity_bytes
+    #[allow(clippy::too_many_arguments)] // compress's arguments
+    pub fn compress_v2(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        input: BufferRange<'_>,
+        dtype: DType,
+        n: u64,
+        options: Options,
+        output: BufferRange<'_>,
+    ) -> Result<format::v2::LayoutV2> {
+        let layout = format::v2::LayoutV2::new(dtype, n, options, true)?;
+        let dense = n * dtype.bytes();
+        if input.size != dense {
+            return Err(Error::InvalidArgument(format!(
+                "input range of {} bytes does not hold {n} {dtype} elements ({dense} bytes)",
+                input.size
+            )));
+        }
+        self.check_range("compress input", &input)?;
+        self.check_range("compress output", &output)?;
+        let cap = layout.capacity_bytes();
+        if output.size < cap {
+            return Err(Error::RangeTooSmall { what: "compress output", need: cap, got: output.size });
+        }
+        overlap::check(&[Use::read("compress input", &input), Use::write("compress output", &output)])?;
+        if input.buffer == output.buffer {
+            return Err(Error::Unsupported(
+                "the version-2 compressor needs the input and the stream in different buffers".into(),
+            ));
+        }
+        if cap > self.inner.max_binding || dense.div_ceil(4) * 4 > self.inner.max_binding {
+            return Err(Error::Unsupported(
+                "version-2 compress of a tensor larger than one binding: compress it in pieces (cpu::compress_v2 for files)"
+                    .into(),
+            ));
+        }
+        let (slot, width_define) = match dtype.bits() {
+            8 => (0, Some("BITS8")),
+            32 => (2, Some("BITS32")),
+            _ => (1, None),
+        };
+        let (header, main) = self.inner.v2_encoder[slot].get_or_init(|| {
+            let mut defines: Vec<&str> = width_define.into_iter().collect();
+            if self.path() == CodecPath::Subgroup {
+                defines.push("SUBGROUP");
+            }
+            let program = crate::dispatch::Program::new(
+                &self.inner.device,
+                "compress_v2.wgsl",
+                &defines,
+                crate::dispatch::Trust::Trusted,
+            );
+            (program.kernel(&self.inner.device, "header", &[]), program.kernel(&self.inner.device, "compress", &[]))
+        });
+        let tail = (n % TILE as u64) as u32;
+        let full_tiles = n / TILE as u64;
+        let params = CompressV2Params {
+            tiles: layout.tiles as u32,
+            full_tiles: full_tiles as u32,
+            tail_len: tail,
+            sign_pack: options.sign_pack as u32,
+            mbits: dtype.mantissa_bits(),
+            ebits: dtype.exponent_bits(),
+            desc_idx: layout.desc_offset as u32,
+            dir_idx: layout.dir_offset as u32,
+            data_idx: layout.data_offset as u32,
+            info: layout.info_word(),
+            n_lo: n as u32,
+            n_hi: (n >> 32) as u32,
+        };
+        let chunk = Chunk { first: 0, tiles: layout.tiles, full_tiles, tail_len: tail as u64 };
+        let (src4, src_tail) =
+            self.dense_windows(&input, &chunk, dtype.bytes(), &self.inner.dummy_ro.as_entire_buffer_binding());
+        let out =
+            wgpu::BufferBinding { buffer: output.buffer, offset: output.offset, size: wgpu::BufferSize::new(cap) };
+        let mut pass = begin_pass(encoder, "bitsparse.compress_v2");
+        for (kernel, groups) in [(header, 1), (main, layout.tiles)] {
+            if groups == 0 {
+                continue;
+            }
+            KernelDispatch::new(&self.inner.device, &mut pass, kernel)
+                .bind([("src4", src4.clone()), ("src_tail", src_tail.clone()), ("out", out.clone())])
+                .params(&params)
+                .dispatch(self.grid(groups));
+        }
+        Ok(layout)
     }
 
     /// Records the decompression of a format-version-2 stream (docs/FORMAT.md §14) whose header says

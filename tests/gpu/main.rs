@@ -25,6 +25,7 @@ mod multi_device;
 mod no_host_sync;
 mod pooled;
 mod unordered;
+mod v2_compress;
 mod v2_decode;
 
 fn main() {
@@ -44,6 +45,7 @@ fn main() {
         no_host_sync::tests(),
         pooled::tests(),
         unordered::tests(),
+        v2_compress::tests(),
         v2_decode::tests(),
     ];
     common::harness::main(tests.into_iter().flatten().collect())

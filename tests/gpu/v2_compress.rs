@@ -1,0 +1,238 @@
+//! The GPU writer of format version 2 (`shaders/compress_v2.wgsl`, `Codec::compress_v2`) against the
+//! CPU reference: every stream it writes is valid (`cpu::validate_any`), `cpu::compact` of it is byte
+//! for byte `cpu::compress_v2` of the data (so every tile took the encoding and value code the CPU
+//! encoder takes), and both decoders give the data back. Every dtype and sign mode over the conformance
+//! densities and lengths (random bit patterns: NaNs, infinities, subnormals, -0.0), ReLU² data at
+//! trained densities (every encoding and exponent-coded values, asserted), 2-D grids (lowered workgroup
+//! limit), the sign-bit status, the typed errors of the API, both codec paths and wgpu's GL backend.
+
+use bitsparse::conformance::{DENSITIES, LENGTHS};
+use bitsparse::format::v2::{LayoutV2, TileDesc};
+use bitsparse::host::context::GpuContext;
+use bitsparse::host::sync;
+use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Error, Options};
+use wgpu::util::DeviceExt;
+
+use crate::common::data;
+use crate::common::harness::{gl_test, vulkan_test, Test};
+
+pub fn tests() -> Vec<Test> {
+    vec![
+        vulkan_test!(v2_gpu_compress_matrix),
+        vulkan_test!(v2_gpu_compress_relu2_every_encoding),
+        vulkan_test!(v2_gpu_compress_2d_grid),
+        vulkan_test!(v2_gpu_compress_sign_bit_and_errors),
+        gl_test!(v2_gl_compress_matrix),
+    ]
+}
+
+const LONG: usize = 17 * 4096 + 77;
+
+fn input_buffer(ctx: &GpuContext, bytes: &[u8]) -> wgpu::Buffer {
+    let mut padded = bytes.to_vec();
+    padded.resize(bytes.len().div_ceil(4).max(1) * 4, 0);
+    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("test.v2c.input"),
+        contents: &padded,
+        usage: wgpu::BufferUsages::STORAGE,
+    })
+}
+
+/// The GPU's version-2 stream of `bytes` (the output range filled with garbage first, so that a word
+/// the kernel fails to write shows).
+fn gpu_compress_v2(ctx: &GpuContext, codec: &Codec, bytes: &[u8], dtype: DType, options: Options) -> Vec<u8> {
+    let n = (bytes.len() as u64) / dtype.bytes();
+    let layout = LayoutV2::new(dtype, n, options, true).unwrap();
+    let input = input_buffer(ctx, bytes);
+    let cap = layout.capacity_bytes();
+    let output = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("test.v2c.stream"),
+        contents: &vec![0xA5u8; cap as usize],
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+    });
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let got = codec
+        .compress_v2(
+            &mut enc,
+            BufferRange::new(&input, 0, bytes.len() as u64),
+            dtype,
+            n,
+            options,
+            BufferRange::new(&output, 0, cap),
+        )
+        .unwrap();
+    assert_eq!(got, layout);
+    sync::submit(&ctx.queue, [enc.finish()]);
+    let head = sync::read_buffer(&ctx.device, &ctx.queue, &output, 0, 32).unwrap();
+    let data_words = u32::from_le_bytes([head[16], head[17], head[18], head[19]]) as u64;
+    assert!(data_words <= layout.data_capacity, "DATA_WORDS {data_words} past the capacity");
+    sync::read_buffer(&ctx.device, &ctx.queue, &output, 0, layout.stream_bytes(data_words)).unwrap()
+}
+
+/// Writes, validates, compacts and decodes; returns the stream.
+fn check(ctx: &GpuContext, codec: &Codec, bytes: &[u8], dtype: DType, options: Options, what: &str) -> Vec<u8> {
+    let stream = gpu_compress_v2(ctx, codec, bytes, dtype, options);
+    cpu::validate_any(&stream).unwrap_or_else(|e| panic!("{what}: GPU stream invalid: {e}"));
+    let want = cpu::compress_v2(bytes, dtype, options).unwrap();
+    let compact = cpu::compact(&stream).unwrap();
+    if compact != want {
+        let i = compact.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(compact.len().min(want.len()));
+        panic!(
+            "{what}: compact(GPU stream) differs from cpu::compress_v2 at byte {i} (lengths {} / {})",
+            compact.len(),
+            want.len()
+        );
+    }
+    assert!(cpu::decompress(&stream).unwrap() == bytes, "{what}: CPU decode of the GPU stream");
+    let gpu = host::decompress_to_vec(codec, &ctx.device, &ctx.queue, &stream).unwrap();
+    assert!(gpu == bytes, "{what}: GPU decode of the GPU stream");
+    stream
+}
+
+fn matrix(ctx: &GpuContext, codec: &Codec) {
+    for dtype in DType::ALL {
+        for sign_pack in [false, true] {
+            for (di, &density) in DENSITIES.iter().enumerate() {
+                for (li, &n) in LENGTHS.iter().chain(&[LONG]).enumerate() {
+                    let bytes = data(n, density, dtype, sign_pack, (9000 + di * 100 + li) as u64);
+                    let what = format!("{dtype} sign_pack={sign_pack} ρ={density} n={n}");
+                    check(ctx, codec, &bytes, dtype, Options { sign_pack }, &what);
+                }
+            }
+        }
+    }
+}
+
+/// Both codec paths of a Vulkan adapter: subgroup scans where it has them (lavapipe does), and the
+/// portable workgroup-memory scan.
+fn v2_gpu_compress_matrix(ctx: GpuContext) {
+    let codec = Codec::new(&ctx.device).unwrap();
+    matrix(&ctx, &codec);
+    let portable = Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap();
+    assert_eq!(portable.path(), bitsparse::CodecPath::Portable);
+    matrix(&ctx, &portable);
+}
+
+fn v2_gl_compress_matrix(ctx: GpuContext) {
+    assert_eq!(ctx.info.backend, wgpu::Backend::Gl, "not a GL adapter: {}", ctx.describe());
+    let codec = Codec::new(&ctx.device).unwrap();
+    matrix(&ctx, &codec);
+}
+
+/// ReLU² data at the densities trained models reach and beyond: the GPU streams hold positions, mask,
+/// raw and empty tiles and exponent-coded values (asserted), and compact to the CPU encoder's bytes.
+fn v2_gpu_compress_relu2_every_encoding(ctx: GpuContext) {
+    let codec = Codec::new(&ctx.device).unwrap();
+    let mut seen = [0u64; 4];
+    let mut coded = 0u64;
+    for dtype in DType::ALL {
+        for sign_pack in [false, true] {
+            for (i, &density) in [0.0, 0.002, 0.02, 0.176, 0.6, 0.97, 1.0].iter().enumerate() {
+                let mut bytes = cpu::synthetic_relu2(LONG, density, dtype, 50 + i as u64);
+                if density > 0.0 && density < 0.5 {
+                    // One empty tile in the middle.
+                    let eb = dtype.bytes() as usize;
+                    bytes[5 * 4096 * eb..6 * 4096 * eb].fill(0);
+                }
+                let what = format!("relu² {dtype} sign_pack={sign_pack} ρ={density}");
+                let stream = check(&ctx, &codec, &bytes, dtype, Options { sign_pack }, &what);
+                let words: Vec<u32> =
+                    stream.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+                let (layout, _) = LayoutV2::from_header(&words).unwrap();
+                assert!(layout.tile_starts, "{what}: the GPU writes tile starts");
+                for t in 0..layout.tiles as usize {
+                    let (d, _) = TileDesc::from_word(words[layout.desc_offset as usize + t]);
+                    seen[d.enc as usize] += 1;
+                    coded += (d.eb != bitsparse::format::v2::PLAIN) as u64;
+                }
+            }
+        }
+    }
+    assert!(seen.iter().all(|&c| c > 0), "every encoding must occur: {seen:?}");
+    assert!(coded > 0, "no exponent-coded tile");
+}
+
+/// More tiles than the (lowered) workgroup limit per dimension: a 2-D grid.
+fn v2_gpu_compress_2d_grid(ctx: GpuContext) {
+    let codec =
+        Codec::with_config(&ctx.device, CodecConfig { max_workgroups_per_dim: Some(7), ..Default::default() }).unwrap();
+    for dtype in [DType::Bf16, DType::E4m3, DType::F32] {
+        for density in [0.01, 0.3] {
+            let bytes = cpu::synthetic_relu2(70 * 4096 + 5, density, dtype, 9);
+            check(&ctx, &codec, &bytes, dtype, Options::default(), &format!("2-D grid {dtype} ρ={density}"));
+        }
+    }
+}
+
+fn v2_gpu_compress_sign_bit_and_errors(ctx: GpuContext) {
+    let codec = Codec::new(&ctx.device).unwrap();
+    // A sign bit under sign packing: the header's status, and every decoder refuses the stream.
+    for dtype in DType::ALL {
+        let mut bytes = data(3 * 4096 + 9, 0.3, dtype, true, 3);
+        let eb = dtype.bytes() as usize;
+        let i = 4096 + 17;
+        bytes[i * eb + eb - 1] |= 0x80;
+        let stream = gpu_compress_v2(&ctx, &codec, &bytes, dtype, Options::SIGN_PACK);
+        assert_eq!(u32::from_le_bytes([stream[20], stream[21], stream[22], stream[23]]), 1, "{dtype}: status");
+        assert!(matches!(cpu::decompress(&stream), Err(Error::SignBitSet { .. })), "{dtype}: CPU decode");
+        assert!(
+            matches!(host::decompress_to_vec(&codec, &ctx.device, &ctx.queue, &stream), Err(Error::SignBitSet { .. })),
+            "{dtype}: GPU decode"
+        );
+    }
+    // Typed errors, nothing recorded.
+    let bytes = data(5000, 0.2, DType::Bf16, false, 4);
+    let input = input_buffer(&ctx, &bytes);
+    let layout = LayoutV2::new(DType::Bf16, 5000, Options::default(), true).unwrap();
+    let cap = layout.capacity_bytes();
+    let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("test.v2c.out"),
+        size: cap + 64,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let input_range = BufferRange::new(&input, 0, 10_000);
+    let small = codec.compress_v2(
+        &mut enc,
+        input_range,
+        DType::Bf16,
+        5000,
+        Options::default(),
+        BufferRange::new(&out, 0, cap - 4),
+    );
+    assert!(matches!(small, Err(Error::RangeTooSmall { .. })), "{small:?}");
+    let short = codec.compress_v2(
+        &mut enc,
+        BufferRange::new(&input, 0, 9_998),
+        DType::Bf16,
+        5000,
+        Options::default(),
+        BufferRange::new(&out, 0, cap),
+    );
+    assert!(matches!(short, Err(Error::InvalidArgument(_))), "{short:?}");
+    let shared = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("test.v2c.shared"),
+        size: 10_240 + cap,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let same = codec.compress_v2(
+        &mut enc,
+        BufferRange::new(&shared, 0, 10_000),
+        DType::Bf16,
+        5000,
+        Options::default(),
+        BufferRange::new(&shared, 10_240, cap),
+    );
+    assert!(matches!(same, Err(Error::Unsupported(_))), "{same:?}");
+    let overlap = codec.compress_v2(
+        &mut enc,
+        BufferRange::new(&shared, 0, 10_000),
+        DType::Bf16,
+        5000,
+        Options::default(),
+        BufferRange::new(&shared, 9_984, cap),
+    );
+    assert!(matches!(overlap, Err(Error::OverlappingRanges { .. })), "{overlap:?}");
+}
