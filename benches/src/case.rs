@@ -110,6 +110,7 @@ pub fn make<'a>(op: Op, sign_pack: bool, orders: &[TileOrder], ctx: &BatchCtx<'a
             for &order in orders {
                 out.push(Box::new(CompressCase::new(ctx, sign_pack, order)?));
             }
+            out.push(Box::new(CompressV2Case::new(ctx, sign_pack)?));
         }
         Op::Decompress => {
             out.push(Box::new(DecompressCase::new(ctx, sign_pack)?));
@@ -309,6 +310,120 @@ impl Case for CompressCase<'_> {
             }
         }
         Ok(codec_check(ctx, &self.layout, words, note))
+    }
+}
+
+/// GPU compress of the batch's tensor into format version 2 (`Codec::compress_v2`: tiles claim their
+/// words with one atomic each, so `tile_order` is unordered), into a stream buffer of worst-case
+/// capacity. The stream's size comes from one untimed compress when the case is made.
+struct CompressV2Case<'a> {
+    codec: &'a Codec,
+    input: &'a wgpu::Buffer,
+    dtype: DType,
+    n: u64,
+    options: Options,
+    out: wgpu::Buffer,
+    cap: u64,
+    stream_bytes: u64,
+}
+
+impl<'a> CompressV2Case<'a> {
+    fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
+        let options = options(sign_pack);
+        let layout = bitsparse::format::v2::LayoutV2::new(ctx.dtype, ctx.n(), options, true)?;
+        let cap = layout.capacity_bytes();
+        // Plus the guard word the fence clears (`gpu::fence`), outside the bound range.
+        let out = gpu::buffer(ctx.device, "bitsparse.bench.stream_v2", cap + 4)?;
+        let mut case = CompressV2Case {
+            codec: ctx.codec,
+            input: ctx.input,
+            dtype: ctx.dtype,
+            n: ctx.n(),
+            options,
+            out,
+            cap,
+            stream_bytes: 0,
+        };
+        let mut enc =
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.bench.setup") });
+        case.record(&mut enc)?;
+        sync::submit(ctx.queue, [enc.finish()]);
+        case.stream_bytes = case.written(ctx)?.0;
+        Ok(case)
+    }
+
+    /// The stream's bytes (from its header's `DATA_WORDS`) and its status word.
+    fn written(&self, ctx: &BatchCtx<'_>) -> Result<(u64, u32)> {
+        let head = sync::read_buffer(ctx.device, ctx.queue, &self.out, 0, 32)?;
+        let word = |i: usize| u32::from_le_bytes([head[4 * i], head[4 * i + 1], head[4 * i + 2], head[4 * i + 3]]);
+        let layout = bitsparse::format::v2::LayoutV2::new(self.dtype, self.n, self.options, true)?;
+        Ok((layout.stream_bytes(word(4) as u64), word(5)))
+    }
+}
+
+impl Case for CompressV2Case<'_> {
+    fn op(&self) -> Op {
+        Op::Compress
+    }
+    fn sign_pack(&self) -> bool {
+        self.options.sign_pack
+    }
+    fn tile_order(&self) -> Option<TileOrder> {
+        Some(TileOrder::Unordered)
+    }
+    fn format_version(&self) -> Option<u32> {
+        Some(2)
+    }
+    /// The dense tensor read and the version-2 stream written.
+    fn bytes_moved(&self) -> u64 {
+        self.n * self.dtype.bytes() + self.stream_bytes
+    }
+    fn buffers(&self) -> Vec<&wgpu::Buffer> {
+        vec![&self.out]
+    }
+    fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        let input = BufferRange::new(self.input, 0, self.n * self.dtype.bytes());
+        self.codec.compress_v2(
+            encoder,
+            input,
+            self.dtype,
+            self.n,
+            self.options,
+            BufferRange::new(&self.out, 0, self.cap),
+        )?;
+        Ok(())
+    }
+    fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
+        let (stream_bytes, status) = self.written(ctx)?;
+        let what = format!(
+            "compress v2 {} {} ρ={} n={}",
+            ctx.dtype,
+            if self.options.sign_pack { "sign-packed" } else { "unpacked" },
+            ctx.density,
+            ctx.n()
+        );
+        let mut note = (stream_bytes != self.stream_bytes || status != 0).then(|| {
+            format!(
+                "{what}: the timed stream has {stream_bytes} bytes and status {status}, the first {}",
+                self.stream_bytes
+            )
+        });
+        // The stream itself (tile starts, any tile order), validated and decoded: bit-exact?
+        if ctx.verify && note.is_none() {
+            let stream = sync::read_buffer(ctx.device, ctx.queue, &self.out, 0, stream_bytes)?;
+            match host::decompress_to_vec(self.codec, ctx.device, ctx.queue, &stream) {
+                Ok(back) if back == ctx.data => {}
+                Ok(_) => note = Some(format!("{what}: its stream does NOT decode to the input")),
+                Err(e) => note = Some(format!("{what}: its stream does not decode: {e}")),
+            }
+        }
+        let stored = stream_bytes as f64;
+        let bound = entropy_bound_bits(ctx.stats.measured_density, ctx.dtype, self.options.sign_pack);
+        Ok(Check {
+            ratio: Some(ctx.dense_bytes() as f64 / stored),
+            bound_fraction: Some(bound * ctx.n() as f64 / (stored * 8.0)),
+            note,
+        })
     }
 }
 

@@ -9,6 +9,7 @@
 mod common;
 
 use bitsparse::host::context::{self, AdapterChoice, GpuContext};
+use bitsparse::DType;
 use bitsparse_bench::{self as bench, BenchConfig, Op};
 use common::harness::{needs_test, Absent, Requirement};
 
@@ -62,12 +63,12 @@ fn bench_quick_sweep_json_is_sane() {
         assert!(report.rows.iter().filter(|r| r.op == op).all(|r| r.dtype == "bf16"), "{op} rows for a non-BF16 batch");
     }
     // 2 dtypes × 3 densities × 2 sizes batches; copy once, decompress four times (sign modes × format
-    // versions) and compress
-    // four times (sign modes × tile orders) each; the BF16 half of them also fused forward (sign modes ×
-    // tile orders), fused backward (sign modes × with/without a) and plain (once) rows.
+    // versions) and compress six times (sign modes × (version 1 in both tile orders, version 2)) each;
+    // the BF16 half of them also fused forward (sign modes × tile orders), fused backward (sign modes ×
+    // with/without a) and plain (once) rows.
     let count = |op: Op| report.rows.iter().filter(|r| r.op == op).count();
     assert_eq!(count(Op::Copy), 12);
-    assert_eq!(count(Op::Compress), 48);
+    assert_eq!(count(Op::Compress), 72);
     assert_eq!(count(Op::Decompress), 48);
     assert_eq!(count(Op::FusedForward), 24);
     assert_eq!(count(Op::FusedBackward), 24);
@@ -75,13 +76,36 @@ fn bench_quick_sweep_json_is_sane() {
     let count_where = |op: Op, f: &dyn Fn(&bitsparse_bench::report::Row) -> bool| {
         report.rows.iter().filter(|r| r.op == op && f(r)).count()
     };
-    for order in ["ordered", "unordered"] {
-        assert_eq!(count_where(Op::Compress, &|r| r.tile_order.as_deref() == Some(order)), 24, "{order}");
+    for (order, rows) in [("ordered", 24), ("unordered", 48)] {
+        assert_eq!(count_where(Op::Compress, &|r| r.tile_order.as_deref() == Some(order)), rows, "{order}");
         assert_eq!(count_where(Op::FusedForward, &|r| r.tile_order.as_deref() == Some(order)), 12, "{order}");
     }
     assert_eq!(count_where(Op::FusedBackward, &|r| r.with_a == Some(true)), 12);
     assert_eq!(count_where(Op::Decompress, &|r| r.tile_order.is_none() && r.format_version == Some(1)), 24);
     assert_eq!(count_where(Op::Decompress, &|r| r.tile_order.is_none() && r.format_version == Some(2)), 24);
+    assert_eq!(count_where(Op::Compress, &|r| r.format_version == Some(2)), 24);
+    // The GPU's version-2 stream (tile starts: one word per tile) is the canonical one (decompress row,
+    // one base per 16 tiles) plus the difference in directory words, the data being the same.
+    for c in report.rows.iter().filter(|r| r.op == Op::Compress && r.format_version == Some(2)) {
+        let d = report
+            .rows
+            .iter()
+            .find(|r| {
+                r.op == Op::Decompress
+                    && r.format_version == Some(2)
+                    && r.dtype == c.dtype
+                    && r.sign_pack == c.sign_pack
+                    && r.density == c.density
+                    && r.elements == c.elements
+            })
+            .unwrap();
+        let (stored_c, stored_d) = (1.0 / c.ratio.unwrap(), 1.0 / d.ratio.unwrap());
+        let dense = c.elements as f64 * DType::from_name(&c.dtype).unwrap().bytes() as f64;
+        let tiles = (c.elements as f64 / 4096.0).ceil();
+        let extra = (stored_c - stored_d) * dense / 4.0;
+        let want = tiles - (tiles / 16.0).ceil();
+        assert!((extra - want).abs() < 0.5, "{c:?} vs {d:?}: {extra} words more, not {want}");
+    }
     // Version 2 never stores more than version 1 but for its group bases (one word per 16 tiles).
     for v2 in report.rows.iter().filter(|r| r.op == Op::Decompress && r.format_version == Some(2)) {
         let v1 = report
