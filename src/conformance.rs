@@ -276,14 +276,19 @@ pub fn run_case(ctx: &GpuContext, codec: &Codec, case: &Case) -> std::result::Re
     let options = Options { sign_pack: case.sign_pack };
     let (dev, q) = (&ctx.device, &ctx.queue);
     if case.data == Data::SignBitError {
-        return match host::compress_to_vec(codec, dev, q, &bytes, case.dtype, options) {
+        // Both writers, version 1 and version 2.
+        let check = |got: crate::Result<Vec<u8>>, what: &str| match got {
             Err(Error::SignBitSet { index }) if index == Some(sign_error_index() as u64) => Ok(()),
             Err(Error::SignBitSet { index }) => {
-                Err(format!("SignBitSet at {index:?}, expected element {}", sign_error_index()))
+                Err(format!("{what}: SignBitSet at {index:?}, expected element {}", sign_error_index()))
             }
-            Err(e) => Err(format!("expected SignBitSet, got: {e}")),
-            Ok(_) => Err("a value with its sign bit set was compressed under sign packing without an error".into()),
+            Err(e) => Err(format!("{what}: expected SignBitSet, got: {e}")),
+            Ok(_) => {
+                Err(format!("{what}: a value with its sign bit set was compressed under sign packing without an error"))
+            }
         };
+        check(host::compress_to_vec(codec, dev, q, &bytes, case.dtype, options), "version 1")?;
+        return check(host::compress_v2_to_vec(codec, dev, q, &bytes, case.dtype, options), "version 2");
     }
     let cpu_stream = cpu::compress(&bytes, case.dtype, options).map_err(|e| format!("CPU compress: {e}"))?;
     let gpu_stream =
@@ -306,9 +311,15 @@ pub fn run_case(ctx: &GpuContext, codec: &Codec, case: &Case) -> std::result::Re
     if back != bytes {
         return Err("GPU decode of the CPU stream differs from the input".into());
     }
-    // Format version 2: the GPU's stream transcoded equals the CPU's version-2 stream, and the GPU's
-    // version-2 decoder gives the input back. (Not under the lowered binding limit of `Chunked`: a
-    // version-2 decode works on whole 16-tile groups, and every real device's bindings hold hundreds.)
+    // Format version 2: the GPU's version-2 writer (in pieces under `Chunked`'s lowered binding limit)
+    // and the transcode of its version-1 stream both equal the CPU's version-2 stream, and the GPU's
+    // version-2 decoder gives the input back. (The decode not under `Chunked`: it works on whole
+    // 16-tile groups, and every real device's bindings hold hundreds.)
+    let gpu_v2 = host::compress_v2_to_vec(codec, dev, q, &bytes, case.dtype, options)
+        .map_err(|e| format!("GPU compress v2: {e}"))?;
+    if gpu_v2 != cpu::compress_v2(&bytes, case.dtype, options).map_err(|e| format!("CPU compress v2: {e}"))? {
+        return Err("the GPU's version-2 stream differs from the CPU's".into());
+    }
     if case.variant != Variant::Chunked {
         let v2 = cpu::transcode_v1(&gpu_stream).map_err(|e| format!("transcode to version 2: {e}"))?;
         let cpu_v2 = cpu::compress_v2(&bytes, case.dtype, options).map_err(|e| format!("CPU compress v2: {e}"))?;

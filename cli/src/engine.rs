@@ -49,15 +49,14 @@ impl Engine {
         self
     }
 
-    /// Compresses `data` into one compact tensor stream: the GPU finds the mask and compacts the
-    /// nonzeros (a version-1 stream); for version 2 the host then picks each tile's encoding from that
-    /// stream (`cpu::transcode_v1`, tile by tile, no dense copy).
+    /// Compresses `data` into one compact tensor stream on the GPU: version 1 (`host::compress_to_vec`),
+    /// or version 2 (`host::compress_v2_to_vec`: the GPU picks each tile's encoding, the host lays the
+    /// tiles out in the canonical order), byte-identical to the CPU reference either way.
     pub fn compress(&self, data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
-        let v1 =
-            bitsparse::host::compress_to_vec(&self.codec, &self.ctx.device, &self.ctx.queue, data, dtype, options)?;
+        let (codec, dev, q) = (&self.codec, &self.ctx.device, &self.ctx.queue);
         match self.version {
-            FormatVersion::V1 => Ok(v1),
-            FormatVersion::V2 => bitsparse::cpu::transcode_v1(&v1),
+            FormatVersion::V1 => bitsparse::host::compress_to_vec(codec, dev, q, data, dtype, options),
+            FormatVersion::V2 => bitsparse::host::compress_v2_to_vec(codec, dev, q, data, dtype, options),
         }
     }
 

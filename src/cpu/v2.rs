@@ -247,7 +247,7 @@ pub(crate) struct ParsedV2<'a> {
 }
 
 impl<'a> ParsedV2<'a> {
-    fn tile_data(&self, t: usize) -> &'a [u8] {
+    pub(crate) fn tile_data(&self, t: usize) -> &'a [u8] {
         let words =
             self.descs[t].words(self.layout.dtype, self.layout.options.sign_pack, self.layout.tile_len(t as u64));
         word_range(self.data, self.starts[t], words).unwrap_or(&[])
@@ -362,7 +362,7 @@ pub(crate) fn expand_range(p: &ParsedV2<'_>, first: u64, end: u64) -> Result<Vec
 
 /// Assembles an ordered stream (group bases) from tile descriptors and data, the header's `AMAX` and
 /// `SCALE` given.
-fn assemble(layout: &LayoutV2, tiles: &[(TileDesc, &[u8])], amax: u32, scale: u32) -> Result<Vec<u8>> {
+pub(crate) fn assemble(layout: &LayoutV2, tiles: &[(TileDesc, &[u8])], amax: u32, scale: u32) -> Result<Vec<u8>> {
     debug_assert!(!layout.tile_starts);
     let total: u64 = tiles.iter().map(|(_, d)| d.len() as u64 / 4).sum();
     let dw = u32::try_from(total).map_err(|_| Error::TooLarge { elements: layout.n })?;

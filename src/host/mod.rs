@@ -123,6 +123,71 @@ pub fn compress_to_vec(
     merge(&pieces, dtype, n, options)
 }
 
+/// Compresses `data` on the GPU into the canonical format-version-2 stream (docs/FORMAT.md §14.6),
+/// byte-identical to `cpu::compress_v2`: [`Codec::compress_v2`] on pieces of whole tiles that fit one
+/// binding, each piece's stream read back and validated completely, its tiles then laid out in order
+/// (group bases, no gaps) by the host. Errors as [`compress_to_vec`]'s; a stream the GPU wrote wrongly
+/// would be `Error::Corrupt`, never a silent wrong answer.
+pub fn compress_v2_to_vec(
+    codec: &Codec,
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    data: &[u8],
+    dtype: DType,
+    options: Options,
+) -> Result<Vec<u8>> {
+    use format::v2::{tile_capacity_words, LayoutV2};
+    let eb = dtype.bytes();
+    if data.len() as u64 % eb != 0 {
+        return Err(Error::PartialElement { bytes: data.len() as u64, elem_bytes: eb });
+    }
+    let n = data.len() as u64 / eb;
+    let layout = LayoutV2::new(dtype, n, options, false)?;
+    // Tiles per piece: the dense piece and its worst-case stream (a descriptor and a start per tile,
+    // the header) must each fit one binding.
+    let per_tile = ((tile_capacity_words(dtype, options.sign_pack, TILE) + 2) * 4).max(TILE as u64 * eb);
+    let tiles = (codec.max_binding().saturating_sub(64) / per_tile).min(piece_tiles(codec, dtype));
+    if tiles == 0 {
+        return Err(Error::Unsupported("the storage binding limit is below one tile's worst case".into()));
+    }
+    let mut pieces: Vec<Vec<u8>> = Vec::new();
+    for bytes in data.chunks((tiles * TILE as u64 * eb) as usize) {
+        let pn = bytes.len() as u64 / eb;
+        let pl = LayoutV2::new(dtype, pn, options, true)?;
+        let input = storage_buffer(device, "bitsparse.host.dense", bytes, wgpu::BufferUsages::empty());
+        let output = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("bitsparse.host.stream_v2"),
+            size: pl.capacity_bytes(),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let mut enc = device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bitsparse.host.compress_v2") });
+        codec.compress_v2(
+            &mut enc,
+            BufferRange::new(&input, 0, bytes.len() as u64),
+            dtype,
+            pn,
+            options,
+            BufferRange::new(&output, 0, pl.capacity_bytes()),
+        )?;
+        sync::submit(queue, [enc.finish()]);
+        let head = le_words(&sync::read_buffer(device, queue, &output, 0, format::HEADER_BYTES)?);
+        let data_words = u64::from(head[4]).min(pl.data_capacity);
+        pieces.push(sync::read_buffer(device, queue, &output, 0, pl.stream_bytes(data_words))?);
+    }
+    let mut parsed = Vec::with_capacity(pieces.len());
+    for p in &pieces {
+        parsed.push(crate::cpu::v2::parse_v2(p).map_err(|e| match e {
+            Error::SignBitSet { .. } => Error::SignBitSet { index: first_sign_bit(data, dtype) },
+            e => e,
+        })?);
+    }
+    let refs: Vec<(format::v2::TileDesc, &[u8])> =
+        parsed.iter().flat_map(|p| (0..p.descs.len()).map(move |t| (p.descs[t], p.tile_data(t)))).collect();
+    crate::cpu::v2::assemble(&layout, &refs, 0, 0)
+}
+
 fn first_sign_bit(data: &[u8], dtype: DType) -> Option<u64> {
     match dtype.bits() {
         32 => data.chunks_exact(4).position(|c| c[3] & 0x80 != 0),

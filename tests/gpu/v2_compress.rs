@@ -22,6 +22,7 @@ pub fn tests() -> Vec<Test> {
         vulkan_test!(v2_gpu_compress_relu2_every_encoding),
         vulkan_test!(v2_gpu_compress_2d_grid),
         vulkan_test!(v2_gpu_compress_sign_bit_and_errors),
+        vulkan_test!(v2_gpu_compress_host_pieces),
         gl_test!(v2_gl_compress_matrix),
     ]
 }
@@ -235,4 +236,40 @@ fn v2_gpu_compress_sign_bit_and_errors(ctx: GpuContext) {
         BufferRange::new(&shared, 9_984, cap),
     );
     assert!(matches!(overlap, Err(Error::OverlappingRanges { .. })), "{overlap:?}");
+}
+
+/// `host::compress_v2_to_vec`: the canonical stream, byte for byte `cpu::compress_v2`, in one piece and
+/// in pieces of whole tiles that are not whole groups (a lowered binding limit); the sign-bit error names
+/// the first offending element; the empty tensor.
+fn v2_gpu_compress_host_pieces(ctx: GpuContext) {
+    let one = Codec::new(&ctx.device).unwrap();
+    // 5 BF16 tiles' worst case (and 3 FP8 / F32 ones) fit: pieces of 5 (3) tiles, groups of 16.
+    let pieces =
+        Codec::with_config(&ctx.device, CodecConfig { max_binding_bytes: Some(5 * 8768 + 200), ..Default::default() })
+            .unwrap();
+    for dtype in DType::ALL {
+        for (i, &density) in [0.0, 0.01, 0.2, 0.9].iter().enumerate() {
+            for n in [0, 1, 4097, 37 * 4096 + 11] {
+                let bytes = cpu::synthetic_relu2(n, density, dtype, 70 + i as u64);
+                let want = cpu::compress_v2(&bytes, dtype, Options::default()).unwrap();
+                for (name, codec) in [("one piece", &one), ("pieces", &pieces)] {
+                    let got =
+                        host::compress_v2_to_vec(codec, &ctx.device, &ctx.queue, &bytes, dtype, Options::default())
+                            .unwrap_or_else(|e| panic!("{name} {dtype} ρ={density} n={n}: {e}"));
+                    assert!(got == want, "{name} {dtype} ρ={density} n={n}: differs from cpu::compress_v2");
+                }
+            }
+        }
+        let mut bytes = data(9 * 4096 + 3, 0.3, dtype, true, 8);
+        let eb = dtype.bytes() as usize;
+        let i = 7 * 4096 + 5;
+        bytes[i * eb..(i + 1) * eb].fill(0);
+        bytes[i * eb + eb - 1] = 0x80 | 0x11;
+        for codec in [&one, &pieces] {
+            match host::compress_v2_to_vec(codec, &ctx.device, &ctx.queue, &bytes, dtype, Options::SIGN_PACK) {
+                Err(Error::SignBitSet { index }) => assert_eq!(index, Some(i as u64), "{dtype}"),
+                other => panic!("{dtype}: expected SignBitSet, got {:?}", other.map(|v| v.len())),
+            }
+        }
+    }
 }
