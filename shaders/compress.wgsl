@@ -261,21 +261,7 @@ fn emit_word(w: u32, bits: u32, pos: u32, width: u32) -> u32 {
 }
 #endif
 
-// The vec4 `q` of tile `t`; the final partial tile is read word by word and zero-extended.
-fn load_vec(t: u32, q: u32) -> vec4<u32> {
-    if t < p.full_tiles {
-        return src4[t * VECS_PER_TILE + q];
-    }
-    var v = vec4<u32>(0u);
-    let words = (p.tail_len * BITS + 31u) / 32u;
-    for (var k = 0u; k < 4u; k++) {
-        let w = q * 4u + k;
-        if w < words {
-            v[k] = src_tail[w];
-        }
-    }
-    return v;
-}
+#include "lib/dense_in.wgsl"
 
 // The stored form of vec `q` of tile `t`: the input itself, or in the fused forward relu(z), and
 // under FP8 storage its FP8 code q. What the tile's mask and values are made of.
@@ -356,20 +342,6 @@ fn stage_pass(t: u32, li: u32, lid: u32, m: array<u32, ROUNDS>, totals: array<u3
     return vec2<u32>(r1, n);
 }
 #endif
-
-// Bits of the elements of vec `q` that lie inside tile `t` (all ones except in the partial tile).
-fn valid_bits(t: u32, q: u32) -> u32 {
-    let all = select(0xffffffffu, (1u << EPV) - 1u, EPV < 32u);
-    if t < p.full_tiles {
-        return all;
-    }
-    let first = q * EPV;
-    if first >= p.tail_len {
-        return 0u;
-    }
-    let left = p.tail_len - first;
-    return select((1u << left) - 1u, all, left >= EPV);
-}
 
 @compute @workgroup_size(128)
 fn compress(

@@ -49,7 +49,6 @@ const ENC_MASK: u32 = 0u;
 const ENC_POSITIONS: u32 = 1u;
 const ENC_EMPTY: u32 = 2u;
 const ENC_RAW: u32 = 3u;
-const ELEMS_PER_VEC_BITS: u32 = (1u << EPV) - 1u;
 
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_lo: atomic<u32>;
@@ -69,33 +68,7 @@ fn header() {
     atomicStore(&out[7], 0u);
 }
 
-fn load_vec(t: u32, q: u32) -> vec4<u32> {
-    if t < p.full_tiles {
-        return src4[t * VECS_PER_TILE + q];
-    }
-    var v = vec4<u32>(0u);
-    let words = (p.tail_len * BITS + 31u) / 32u;
-    for (var k = 0u; k < 4u; k++) {
-        let w = q * 4u + k;
-        if w < words {
-            v[k] = src_tail[w];
-        }
-    }
-    return v;
-}
-
-// One bit per element of vec `q` of tile `t` that lies in the tensor.
-fn valid_bits(t: u32, q: u32) -> u32 {
-    if t < p.full_tiles {
-        return ELEMS_PER_VEC_BITS;
-    }
-    let first = q * EPV;
-    if first >= p.tail_len {
-        return 0u;
-    }
-    let left = p.tail_len - first;
-    return select((1u << left) - 1u, ELEMS_PER_VEC_BITS, left >= EPV);
-}
+#include "lib/dense_in.wgsl"
 
 // Element `j` (0 ..= EPV - 1) of a vec.
 fn elem_of(x: vec4<u32>, j: u32) -> u32 {
