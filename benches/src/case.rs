@@ -501,8 +501,8 @@ impl Case for DecompressCase<'_> {
 }
 
 /// GPU decompress of the format-version-2 stream of the batch's tensor (`Codec::decompress_v2`): the
-/// GPU's version-1 stream, compacted and transcoded on the host once when the case is made (version 2
-/// has no GPU writer yet), uploaded, then decoded in every timed repetition.
+/// canonical stream (`host::compress_v2_to_vec`: the GPU writer, the tiles laid out by the host) made
+/// once when the case is made, uploaded, then decoded in every timed repetition.
 struct DecompressV2Case<'a> {
     codec: &'a Codec,
     layout: bitsparse::format::v2::LayoutV2,
@@ -515,8 +515,7 @@ struct DecompressV2Case<'a> {
 
 impl<'a> DecompressV2Case<'a> {
     fn new(ctx: &BatchCtx<'a>, sign_pack: bool) -> Result<Self> {
-        let v1 = host::read_compressed(ctx.device, ctx.queue, &compress_once(ctx, sign_pack)?)?;
-        let v2 = bitsparse::cpu::transcode_v1(&v1)?;
+        let v2 = host::compress_v2_to_vec(ctx.codec, ctx.device, ctx.queue, ctx.data, ctx.dtype, options(sign_pack))?;
         let info = bitsparse::format::StreamInfo::from_bytes(&v2)?;
         let layout = bitsparse::format::v2::LayoutV2::new(info.dtype, info.n, info.options, false)?;
         let mut padded = v2;
