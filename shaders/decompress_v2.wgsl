@@ -38,32 +38,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> dst_tail: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-const WG: u32 = 128u;
-const TILE: u32 = 4096u;
+#include "lib/elem.wgsl"
 const PLAIN: u32 = 15u;
-// Element geometry, as shaders/lib/tile.wgsl's: BITS32 (F32), BITS8 (FP8), else 16-bit elements. Each
-// thread decodes one vec4 of output (EPV elements, inside one mask word) per round.
-#if BITS32
-const BITS: u32 = 32u;
-const EPV: u32 = 4u;
-const ROUNDS: u32 = 8u;
-const ELEM_MASK: u32 = 0xffffffffu;
-#else
-#if BITS8
-const BITS: u32 = 8u;
-const EPV: u32 = 16u;
-const ROUNDS: u32 = 2u;
-const ELEM_MASK: u32 = 0xffu;
-#else
-const BITS: u32 = 16u;
-const EPV: u32 = 8u;
-const ROUNDS: u32 = 4u;
-const ELEM_MASK: u32 = 0xffffu;
-#endif
-#endif
-const EPW: u32 = 32u / BITS;
-const VECS_PER_TILE: u32 = TILE * BITS / 128u;
-const WORD_BITS_MASK: u32 = (1u << EPW) - 1u;
 const VEC_BITS_MASK: u32 = (1u << EPV) - 1u;
 
 var<workgroup> wg_mask: array<atomic<u32>, 128>;

@@ -7,31 +7,7 @@
 // Defines: BITS32 (32-bit elements, 8 rounds; takes precedence over BITS8), BITS8 (8-bit elements, else
 // 16-bit), SUBGROUP (use subgroup scans, else a shared-memory scan).
 
-const WG: u32 = 128u;
-const TILE: u32 = 4096u;
-const TILE_MASK_WORDS: u32 = 128u;
-#if BITS32
-const BITS: u32 = 32u;
-const EPV: u32 = 4u;
-const ROUNDS: u32 = 8u;
-const ELEM_MASK: u32 = 0xffffffffu;
-#else
-#if BITS8
-const BITS: u32 = 8u;
-const EPV: u32 = 16u;          // elements per vec4
-const ROUNDS: u32 = 2u;        // TILE / (WG * EPV)
-const ELEM_MASK: u32 = 0xffu;
-#else
-const BITS: u32 = 16u;
-const EPV: u32 = 8u;
-const ROUNDS: u32 = 4u;
-const ELEM_MASK: u32 = 0xffffu;
-#endif
-#endif
-const VECS_PER_TILE: u32 = TILE * BITS / 128u;
-const EPW: u32 = 32u / BITS;                   // elements per word
-
-const WORD_BITS_MASK: u32 = (1u << EPW) - 1u; // one bit per element of a word
+#include "lib/elem.wgsl"
 
 // One bit per element of word `w`: bit e set when element e is not all bits zero. Scalar code only:
 // data-dependent indexing into vectors would put them in local memory.

@@ -98,10 +98,7 @@ pub fn compress_to_vec(
     options: Options,
 ) -> Result<Vec<u8>> {
     let eb = dtype.bytes() as usize;
-    if data.len() % eb != 0 {
-        return Err(Error::PartialElement { bytes: data.len() as u64, elem_bytes: eb as u64 });
-    }
-    let n = (data.len() / eb) as u64;
+    let n = element_count(data, dtype)?;
     let piece = piece_tiles(codec, dtype) * TILE as u64;
     let mut pieces = Vec::new();
     let mut start = 0u64;
@@ -138,10 +135,7 @@ pub fn compress_v2_to_vec(
 ) -> Result<Vec<u8>> {
     use format::v2::{tile_capacity_words, LayoutV2};
     let eb = dtype.bytes();
-    if data.len() as u64 % eb != 0 {
-        return Err(Error::PartialElement { bytes: data.len() as u64, elem_bytes: eb });
-    }
-    let n = data.len() as u64 / eb;
+    let n = element_count(data, dtype)?;
     let layout = LayoutV2::new(dtype, n, options, false)?;
     // Tiles per piece: the dense piece and its worst-case stream (a descriptor and a start per tile,
     // the header) must each fit one binding.
@@ -186,6 +180,15 @@ pub fn compress_v2_to_vec(
     let refs: Vec<(format::v2::TileDesc, &[u8])> =
         parsed.iter().flat_map(|p| (0..p.descs.len()).map(move |t| (p.descs[t], p.tile_data(t)))).collect();
     crate::cpu::v2::assemble(&layout, &refs, 0, 0)
+}
+
+/// The elements of `dtype` in `data`: `Error::PartialElement` if it ends inside one.
+fn element_count(data: &[u8], dtype: DType) -> Result<u64> {
+    let eb = dtype.bytes();
+    if data.len() as u64 % eb != 0 {
+        return Err(Error::PartialElement { bytes: data.len() as u64, elem_bytes: eb });
+    }
+    Ok(data.len() as u64 / eb)
 }
 
 fn first_sign_bit(data: &[u8], dtype: DType) -> Option<u64> {
