@@ -751,6 +751,19 @@ impl Codec {
         )
     }
 
+    /// The trusted program of a version-2 shader for `dtype`'s element width on this codec's path.
+    fn v2_program(&self, file: &'static str, dtype: DType) -> crate::dispatch::Program {
+        let mut defines: Vec<&str> = match dtype.bits() {
+            8 => vec!["BITS8"],
+            32 => vec!["BITS32"],
+            _ => vec![],
+        };
+        if self.path() == CodecPath::Subgroup {
+            defines.push("SUBGROUP");
+        }
+        crate::dispatch::Program::new(&self.inner.device, file, &defines, crate::dispatch::Trust::Trusted)
+    }
+
     /// Records the compression of `n` elements of `dtype` read from `input` into a format-version-2
     /// stream (docs/FORMAT.md §14) in `output` (at least [`LayoutV2::capacity_bytes`] of the returned
     /// layout, with tile starts). Nothing is submitted.
@@ -799,22 +812,8 @@ impl Codec {
                     .into(),
             ));
         }
-        let (slot, width_define) = match dtype.bits() {
-            8 => (0, Some("BITS8")),
-            32 => (2, Some("BITS32")),
-            _ => (1, None),
-        };
-        let (header, main) = self.inner.v2_encoder[slot].get_or_init(|| {
-            let mut defines: Vec<&str> = width_define.into_iter().collect();
-            if self.path() == CodecPath::Subgroup {
-                defines.push("SUBGROUP");
-            }
-            let program = crate::dispatch::Program::new(
-                &self.inner.device,
-                "compress_v2.wgsl",
-                &defines,
-                crate::dispatch::Trust::Trusted,
-            );
+        let (header, main) = self.inner.v2_encoder[v2_slot(dtype)].get_or_init(|| {
+            let program = self.v2_program("compress_v2.wgsl", dtype);
             (program.kernel(&self.inner.device, "header", &[]), program.kernel(&self.inner.device, "compress", &[]))
         });
         let tail = (n % TILE as u64) as u32;
@@ -893,26 +892,11 @@ impl Codec {
         if layout.tiles == 0 {
             return Ok(());
         }
-        let (slot, width_define) = match layout.dtype.bits() {
-            8 => (0, Some("BITS8")),
-            32 => (2, Some("BITS32")),
-            _ => (1, None),
-        };
-        let kernel = self.inner.v2_decoder[slot].get_or_init(|| {
+        let kernel = self.inner.v2_decoder[v2_slot(layout.dtype)].get_or_init(|| {
             // Trusted (no injected bounds checks or loop counters): every workgroup index is bounded by
             // the tile geometry or clamped, every loop by it too, and storage accesses are covered by
             // robust buffer access. Measured on the H200: docs/PERFORMANCE.md ("Format version 2").
-            let mut defines: Vec<&str> = width_define.into_iter().collect();
-            if self.path() == CodecPath::Subgroup {
-                defines.push("SUBGROUP");
-            }
-            crate::dispatch::Program::new(
-                &self.inner.device,
-                "decompress_v2.wgsl",
-                &defines,
-                crate::dispatch::Trust::Trusted,
-            )
-            .kernel(&self.inner.device, "decompress_v2", &[])
+            self.v2_program("decompress_v2.wgsl", layout.dtype).kernel(&self.inner.device, "decompress_v2", &[])
         });
         let last_len = layout.tile_len(layout.tiles - 1);
         let full_tiles = layout.tiles - u64::from(last_len < TILE);
@@ -1149,6 +1133,15 @@ impl Codec {
             binds.extend([("g4", g4), ("g_tail", g_tail), ("a4", a4), ("a_tail", a_tail)]);
         }
         binds
+    }
+}
+
+/// The index of `dtype`'s element width (8, 16, 32 bits) in the version-2 kernel arrays.
+fn v2_slot(dtype: DType) -> usize {
+    match dtype.bits() {
+        8 => 0,
+        32 => 2,
+        _ => 1,
     }
 }
 
