@@ -322,6 +322,7 @@ struct CompressV2Case<'a> {
     dtype: DType,
     n: u64,
     options: Options,
+    layout: bitsparse::format::v2::LayoutV2,
     out: wgpu::Buffer,
     cap: u64,
     stream_bytes: u64,
@@ -340,6 +341,7 @@ impl<'a> CompressV2Case<'a> {
             dtype: ctx.dtype,
             n: ctx.n(),
             options,
+            layout,
             out,
             cap,
             stream_bytes: 0,
@@ -356,8 +358,7 @@ impl<'a> CompressV2Case<'a> {
     fn written(&self, ctx: &BatchCtx<'_>) -> Result<(u64, u32)> {
         let head = sync::read_buffer(ctx.device, ctx.queue, &self.out, 0, 32)?;
         let word = |i: usize| u32::from_le_bytes([head[4 * i], head[4 * i + 1], head[4 * i + 2], head[4 * i + 3]]);
-        let layout = bitsparse::format::v2::LayoutV2::new(self.dtype, self.n, self.options, true)?;
-        Ok((layout.stream_bytes(word(4) as u64), word(5)))
+        Ok((self.layout.stream_bytes(word(4) as u64), word(5)))
     }
 }
 
