@@ -8,16 +8,31 @@
 //   compress  per tile: its elements, mask, ranks (one workgroup scan), the exponent range of its
 //           nonzeros (and of all its elements, for a raw tile); thread 0 picks the smallest encoding
 //           exactly as the CPU encoder does and claims the tile's words with one atomicAdd on word 4
-//           (no ticket, no look-back, no spinning: nothing waits on another workgroup); the tile's words
-//           are zeroed, every code and position bit is OR-ed into place (atomicOr: a code may share its
-//           words with its neighbours') in workgroup memory (`stage`), and the words are stored with
-//           coalesced stores; a tile too large for `stage` (dense F32 only) is OR-ed into the stream.
+//           (no ticket, no look-back, no spinning: nothing waits on another workgroup); the tile's data
+//           is assembled in workgroup memory (STAGE16 below, or bits OR-ed into zeroed words) and
+//           stored with coalesced stores; a tile too large for `stage` (dense F32 only) is OR-ed into
+//           the stream.
 //
 // The output range holds the worst case (`LayoutV2::capacity_bytes`: every tile at its mask plus every
 // value plain), so no claim can run past it. A sign bit under sign packing sets `STATUS` bit 0
 // (SIGN_BIT_SET), as version 1's compress does; decoders refuse such a stream.
 //
-// Defines: BITS32 / BITS8 (else 16-bit elements), SUBGROUP (lib/tile.wgsl).
+// STAGE16 (`Features::SHADER_I16`, 8- and 16-bit elements): no workgroup atomics and no zeroing. Each
+// field of the tile (value code, Elias–Fano low part, upper-bit position) goes with a plain store into
+// its own `u16` slot, indexed by rank, and each data word is then gathered from the slots by one thread
+// (the upper vector's bits by a binary search over the sorted positions). Without it, bits are OR-ed
+// into place in workgroup memory (`stage`) with atomics, as F32 always is. The elements are read again
+// from the cache for the staging instead of being held in registers across the scan and the claim
+// (version 1's lesson: registers are occupancy), and every per-element loop runs over one word's
+// elements with a constant trip count. Measured on the H200 (201M BF16, ρ = 0.5 / 0.176 / 0.05):
+// 1.13 / 1.33 / 1.18 ms with atomics, 0.81 / 1.00 / 0.78 ms so (docs/PERFORMANCE.md), still 3–5 × the
+// version-1 compress.
+//
+// Defines: BITS32 / BITS8 (else 16-bit elements), SUBGROUP (lib/tile.wgsl), STAGE16.
+
+#if STAGE16
+enable wgpu_int16;
+#endif
 
 #include "lib/tile.wgsl"
 
@@ -76,7 +91,17 @@ const STAGE_CAP: u32 = 1152u; // 128 mask words + 4096 · 8 bits
 const STAGE_CAP: u32 = 2176u; // 128 mask words + 4096 · 16 bits
 #endif
 #endif
+#if STAGE16
+// Slots of the fields, by rank: value codes at [0, 4096) (a raw tile: by position); a positions tile
+// (at most 1023 nonzeros: it is chosen only where it is smaller than the mask) puts its codes at
+// [0, 1024), its low parts at EF_LOW + rank and its upper-bit positions at EF_UP + rank. 8 KB.
+const SLOTS: u32 = 4096u;
+const EF_LOW: u32 = 1024u;
+const EF_UP: u32 = 2048u;
+var<workgroup> slots: array<u16, SLOTS>;
+#else
 var<workgroup> stage: array<atomic<u32>, STAGE_CAP>;
+#endif
 
 @compute @workgroup_size(1)
 fn header() {
@@ -91,6 +116,11 @@ fn header() {
 }
 
 #include "lib/dense_in.wgsl"
+
+// The four words of selection bits of a round's mask bits `mr`.
+fn word_bits(mr: u32) -> vec4<u32> {
+    return vec4<u32>(mr, mr >> EPW, mr >> (2u * EPW), mr >> (3u * EPW)) & vec4<u32>(WORD_BITS_MASK);
+}
 
 // Element `j` (0 ..= EPV - 1) of a vec.
 fn elem_of(x: vec4<u32>, j: u32) -> u32 {
@@ -145,6 +175,111 @@ fn code_of(v: u32, code: vec2<u32>) -> u32 {
     return c;
 }
 
+// The exponent range `r` (lo, hi) widened by the elements of word `w` that `bits` selects (one bit per
+// element): a loop of constant trip count over the word's elements, unrolled.
+fn word_range(w: u32, bits: u32, r: vec2<u32>) -> vec2<u32> {
+    var o = r;
+    for (var e = 0u; e < EPW; e++) {
+        let x = exponent((w >> (e * BITS)) & ELEM_MASK);
+        o = select(o, vec2<u32>(min(o.x, x), max(o.y, x)), ((bits >> e) & 1u) != 0u);
+    }
+    return o;
+}
+
+#if STAGE16
+// Stages the fields of the elements of word `w` that `bits` selects, the first at rank `rank0` and
+// tile position `pos0`; returns the rank after them.
+fn stage_word(w: u32, bits: u32, rank0: u32, pos0: u32, code: vec2<u32>, ef: bool, l: u32) -> u32 {
+    var rank = rank0;
+    for (var e = 0u; e < EPW; e++) {
+        if ((bits >> e) & 1u) != 0u {
+            slots[min(rank, SLOTS - 1u)] = u16(code_of((w >> (e * BITS)) & ELEM_MASK, code));
+            if ef {
+                let pos = pos0 + e;
+                slots[min(EF_LOW + rank, SLOTS - 1u)] = u16(pos & ((1u << l) - 1u));
+                slots[min(EF_UP + rank, SLOTS - 1u)] = u16((pos >> l) + rank);
+            }
+            rank += 1u;
+        }
+    }
+    return rank;
+}
+
+// Stages the code of every element of word `w` below `len` at its position (a raw tile).
+fn stage_raw_word(w: u32, pos0: u32, len: u32, code: vec2<u32>) {
+    for (var e = 0u; e < EPW; e++) {
+        if pos0 + e < len {
+            slots[min(pos0 + e, SLOTS - 1u)] = u16(code_of((w >> (e * BITS)) & ELEM_MASK, code));
+        }
+    }
+}
+
+// The 32 bits from bit `rb` of a region of `count` fields of `width` bits (slots `s0`, `s0 + 1`, ...;
+// no bits above `width` set), zero past its end.
+fn region_bits(s0: u32, count: u32, width: u32, rb: u32) -> u32 {
+    let j = rb / width;
+    if j >= count {
+        return 0u;
+    }
+    var w = u32(slots[min(s0 + j, SLOTS - 1u)]) >> (rb - j * width);
+    var at = (j + 1u) * width - rb; // the word bit where field j + 1 starts
+    var f = j + 1u;
+    loop {
+        if at >= 32u || f >= count {
+            break;
+        }
+        w |= u32(slots[min(s0 + f, SLOTS - 1u)]) << at;
+        at += width;
+        f += 1u;
+    }
+    return w;
+}
+
+// The bits that a region of fields starting at tile bit `start` puts into the tile's data word at
+// tile bit `b` (a multiple of 32).
+fn fields_at(s0: u32, count: u32, width: u32, start: u32, b: u32) -> u32 {
+    if count == 0u || width == 0u || b + 32u <= start || b >= start + count * width {
+        return 0u;
+    }
+    if b >= start {
+        return region_bits(s0, count, width, b - start);
+    }
+    return region_bits(s0, count, width, 0u) << (start - b);
+}
+
+// The bits of the Elias–Fano upper vector (bit u_i set for each rank i < k; u_i = slot EF_UP + i,
+// increasing) that start at tile bit `u0` and fall into the data word at tile bit `b`.
+fn upper_at(k: u32, u0: u32, b: u32) -> u32 {
+    // The first rank whose bit lies at or after b.
+    var lo = 0u;
+    var hi = k;
+    loop {
+        if lo >= hi {
+            break;
+        }
+        let mid = (lo + hi) / 2u;
+        if u0 + u32(slots[min(EF_UP + mid, SLOTS - 1u)]) < b {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    var w = 0u;
+    var i = lo;
+    loop {
+        if i >= k {
+            break;
+        }
+        let at = u0 + u32(slots[min(EF_UP + i, SLOTS - 1u)]);
+        if at >= b + 32u {
+            break;
+        }
+        w |= 1u << (at - b);
+        i += 1u;
+    }
+    return w;
+}
+#else
 // ORs the low `width` bits of `c` (nothing above them set) into the tile's data at bit `bit`: into
 // `stage` when `staged`, else into the stream at word `base`.
 fn put_bits(staged: bool, base: u32, bit: u32, c: u32, width: u32) {
@@ -166,6 +301,7 @@ fn put_bits(staged: bool, base: u32, bit: u32, c: u32, width: u32) {
         }
     }
 }
+#endif
 
 @compute @workgroup_size(128)
 fn compress(
@@ -197,7 +333,9 @@ fn compress(
     workgroupBarrier();
 
     // The tile's elements, a vec4 per thread and round (coalesced); mask bits, signs, exponent range.
+#if !STAGE16
     var xs: array<vec4<u32>, ROUNDS>;
+#endif
     var m: array<u32, ROUNDS>;
     var signs = 0u;
     var lo = 0xffffffffu;
@@ -206,24 +344,37 @@ fn compress(
         let q = r * WG + li;
         let x = load_vec(tile, q);
         let mr = nz_bits(x) & valid_bits(tile, q);
+#if !STAGE16
         xs[r] = x;
+#endif
         m[r] = mr;
         signs |= sign_bits(x) & mr;
-        for (var j = 0u; j < EPV; j++) {
-            if ((mr >> j) & 1u) != 0u {
-                let e = exponent(elem_of(x, j));
-                lo = min(lo, e);
-                hi = max(hi, e);
-            }
-        }
+        let b = word_bits(mr);
+        var rg = vec2<u32>(lo, hi);
+        rg = word_range(x.x, b.x, rg);
+        rg = word_range(x.y, b.y, rg);
+        rg = word_range(x.z, b.z, rg);
+        rg = word_range(x.w, b.w, rg);
+        lo = rg.x;
+        hi = rg.y;
         if mr != 0u {
             atomicOr(&wg_mask[mask_word_of(r, li)], mr << mask_shift_of(li));
         }
     }
+#if SUBGROUP
+    // One pair of workgroup atomics per subgroup instead of per thread.
+    lo = subgroupMin(lo);
+    hi = subgroupMax(hi);
+    if sg_lane == 0u && hi >= lo {
+        atomicMin(&wg_lo, lo);
+        atomicMax(&wg_hi, hi);
+    }
+#else
     if hi >= lo {
         atomicMin(&wg_lo, lo);
         atomicMax(&wg_hi, hi);
     }
+#endif
     if p.sign_pack != 0u && signs != 0u {
         atomicOr(&out[HDR_STATUS], SIGN_BIT_SET);
     }
@@ -268,7 +419,9 @@ fn compress(
             values = mwords * 32u;
             let ll = low_bits(k, len);
             let ef = (k * ll + k + ((len - 1u) >> ll) + 1u + k * w + 31u) / 32u;
-            if ef <= cap && ef < words {
+            // (k < 1024 always holds when positions are smaller than the mask, len <= 4096; it is
+            // spelled out because the STAGE16 slots rely on it.)
+            if ef <= cap && ef < words && k < 1024u {
                 enc = ENC_POSITIONS;
                 words = ef;
                 l = ll;
@@ -300,6 +453,55 @@ fn compress(
     let l = info.l;
     let values = info.values;
     let words = info.words;
+#if STAGE16
+    if enc == ENC_EMPTY {
+        return;
+    }
+    // Every field into its slot, by the one thread that owns the element (the elements read again).
+    if enc == ENC_RAW {
+        for (var r = 0u; r < ROUNDS; r++) {
+            let q = r * WG + li;
+            let x = load_vec(tile, q);
+            stage_raw_word(x.x, q * EPV, len, code);
+            stage_raw_word(x.y, q * EPV + EPW, len, code);
+            stage_raw_word(x.z, q * EPV + 2u * EPW, len, code);
+            stage_raw_word(x.w, q * EPV + 3u * EPW, len, code);
+        }
+    } else {
+        let ef = enc == ENC_POSITIONS;
+        for (var r = 0u; r < ROUNDS; r++) {
+            let q = r * WG + li;
+            let mr = m[r];
+            if mr != 0u {
+                let x = load_vec(tile, q);
+                let b = word_bits(mr);
+                var rank = stage_word(x.x, b.x, starts[r], q * EPV, code, ef, l);
+                rank = stage_word(x.y, b.y, rank, q * EPV + EPW, code, ef, l);
+                rank = stage_word(x.z, b.z, rank, q * EPV + 2u * EPW, code, ef, l);
+                stage_word(x.w, b.w, rank, q * EPV + 3u * EPW, code, ef, l);
+            }
+        }
+    }
+    workgroupBarrier();
+    // Each data word gathered by one thread and stored once (coalesced).
+    let mwords = (len + 31u) / 32u;
+    for (var i = lid; i < words; i += WG) {
+        let b = i * 32u;
+        var w = 0u;
+        if enc == ENC_RAW {
+            w = fields_at(0u, len, width, 0u, b);
+        } else if enc == ENC_MASK {
+            if i < mwords {
+                w = atomicLoad(&wg_mask[i]);
+            } else {
+                w = fields_at(0u, k, width, values, b);
+            }
+        } else {
+            w = fields_at(EF_LOW, k, l, 0u, b) | upper_at(k, k * l, b) | fields_at(0u, k, width, values, b);
+        }
+        atomicStore(&out[base + i], w);
+    }
+#else
     let staged = words <= STAGE_CAP;
     // The words start at zero (the stream's range may hold anything), then bits are OR-ed in.
     if staged {
@@ -352,4 +554,5 @@ fn compress(
             atomicStore(&out[base + i], atomicLoad(&stage[i]));
         }
     }
+#endif
 }

@@ -761,6 +761,10 @@ impl Codec {
         if self.path() == CodecPath::Subgroup {
             defines.push("SUBGROUP");
         }
+        // The writer's u16 slots (no workgroup atomics), where the codec stages in u16 slots.
+        if file == "compress_v2.wgsl" && self.inner.kernels.stages_halves(elem(dtype)) {
+            defines.push("STAGE16");
+        }
         crate::dispatch::Program::new(&self.inner.device, file, &defines, crate::dispatch::Trust::Trusted)
     }
 
@@ -812,9 +816,13 @@ impl Codec {
                     .into(),
             ));
         }
+        let constants = self.inner.kernels.v2_constants("compress_v2")?;
         let (header, main) = self.inner.v2_encoder[v2_slot(dtype)].get_or_init(|| {
             let program = self.v2_program("compress_v2.wgsl", dtype);
-            (program.kernel(&self.inner.device, "header", &[]), program.kernel(&self.inner.device, "compress", &[]))
+            (
+                program.kernel(&self.inner.device, "header", &[]),
+                program.kernel(&self.inner.device, "compress", &constants),
+            )
         });
         let tail = (n % TILE as u64) as u32;
         let full_tiles = n / TILE as u64;

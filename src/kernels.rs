@@ -514,6 +514,28 @@ impl Kernels {
         }
     }
 
+    /// The override constants of the version-2 writer (`compress_v2.wgsl`, which scans with
+    /// lib/tile.wgsl): `SCAN_SLOTS` on the subgroup path, as [`Kernels::constants`] gives version 1's
+    /// (without it the scan's workgroup array keeps its default of 32 slots, 512 B, where the H200
+    /// needs 4).
+    pub(crate) fn v2_constants(&self, kernel: &str) -> Result<Vec<(&'static str, f64)>> {
+        let mut c = Vec::new();
+        if self.path == CodecPath::Subgroup {
+            let min = self.device.adapter_info().subgroup_min_size.clamp(4, 128);
+            c.push(("SCAN_SLOTS", (128 / min) as f64));
+        }
+        if let Some(spec) = &self.tuning {
+            apply_tuning(spec, kernel, &mut c)?;
+        }
+        Ok(c)
+    }
+
+    /// Whether elements of `elem` are staged in `u16` slots (the version-2 writer asks: it has no FP8
+    /// storage, so only the staging and the width decide).
+    pub(crate) fn stages_halves(&self, elem: Elem) -> bool {
+        elem != Elem::Bits32 && self.staging != Staging::Words
+    }
+
     /// The pipelines of `v`, built on first request.
     pub fn get(&self, v: Variant) -> Result<Arc<Built>> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());

@@ -10,7 +10,7 @@ use bitsparse::conformance::{DENSITIES, LENGTHS};
 use bitsparse::format::v2::{LayoutV2, TileDesc};
 use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
-use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Error, Options};
+use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Error, Options, Staging};
 use wgpu::util::DeviceExt;
 
 use crate::common::data;
@@ -105,10 +105,14 @@ fn matrix(ctx: &GpuContext, codec: &Codec) {
 }
 
 /// Both codec paths of a Vulkan adapter: subgroup scans where it has them (lavapipe does), and the
-/// portable workgroup-memory scan.
+/// portable workgroup-memory scan; both stagings of the writer: `u16` slots (`Staging::Auto` on a device
+/// with `SHADER_I16`, as lavapipe) and bits OR-ed into workgroup words (`Staging::Words`).
 fn v2_gpu_compress_matrix(ctx: GpuContext) {
     let codec = Codec::new(&ctx.device).unwrap();
     matrix(&ctx, &codec);
+    let words =
+        Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Words), ..Default::default() }).unwrap();
+    matrix(&ctx, &words);
     let portable = Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap();
     assert_eq!(portable.path(), bitsparse::CodecPath::Portable);
     matrix(&ctx, &portable);
@@ -122,8 +126,16 @@ fn v2_gl_compress_matrix(ctx: GpuContext) {
 
 /// ReLU² data at the densities trained models reach and beyond: the GPU streams hold positions, mask,
 /// raw and empty tiles and exponent-coded values (asserted), and compact to the CPU encoder's bytes.
+/// Both stagings of the writer (`u16` slots, and `Staging::Words`).
 fn v2_gpu_compress_relu2_every_encoding(ctx: GpuContext) {
-    let codec = Codec::new(&ctx.device).unwrap();
+    let words =
+        Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Words), ..Default::default() }).unwrap();
+    for codec in [Codec::new(&ctx.device).unwrap(), words] {
+        relu2_every_encoding(&ctx, &codec);
+    }
+}
+
+fn relu2_every_encoding(ctx: &GpuContext, codec: &Codec) {
     let mut seen = [0u64; 4];
     let mut coded = 0u64;
     for dtype in DType::ALL {
@@ -136,7 +148,7 @@ fn v2_gpu_compress_relu2_every_encoding(ctx: GpuContext) {
                     bytes[5 * 4096 * eb..6 * 4096 * eb].fill(0);
                 }
                 let what = format!("relu² {dtype} sign_pack={sign_pack} ρ={density}");
-                let stream = check(&ctx, &codec, &bytes, dtype, Options { sign_pack }, &what);
+                let stream = check(ctx, codec, &bytes, dtype, Options { sign_pack }, &what);
                 let words: Vec<u32> =
                     stream.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
                 let (layout, _) = LayoutV2::from_header(&words).unwrap();
