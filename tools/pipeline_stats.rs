@@ -145,6 +145,29 @@ fn jobs(spin_limit: u32) -> Vec<Job> {
             }
         }
     }
+    // The version-2 writer (both stagings) and decoder, as `Codec::v2_program` builds them.
+    for defines in [vec![], vec!["BITS8"], vec!["BITS32"]] {
+        for subgroup in [true, false] {
+            let mut d = defines.clone();
+            if subgroup {
+                d.push("SUBGROUP");
+            }
+            jobs.push(Job {
+                file: "decompress_v2.wgsl",
+                entry: "decompress_v2",
+                defines: d.clone(),
+                constants: vec![],
+            });
+            let stagings: &[bool] = if defines.contains(&"BITS32") { &[false] } else { &[false, true] };
+            for &stage16 in stagings {
+                let mut d = d.clone();
+                if stage16 {
+                    d.push("STAGE16");
+                }
+                jobs.push(Job { file: "compress_v2.wgsl", entry: "compress", defines: d, constants: vec![] });
+            }
+        }
+    }
     jobs.push(Job { file: "copy.wgsl", entry: "copy", defines: vec![], constants: vec![] });
     for entry in ["forward", "backward"] {
         jobs.push(Job { file: "plain_act.wgsl", entry, defines: vec![], constants: vec![] });
