@@ -117,11 +117,6 @@ fn header() {
 
 #include "lib/dense_in.wgsl"
 
-// The four words of selection bits of a round's mask bits `mr`.
-fn word_bits(mr: u32) -> vec4<u32> {
-    return vec4<u32>(mr, mr >> EPW, mr >> (2u * EPW), mr >> (3u * EPW)) & vec4<u32>(WORD_BITS_MASK);
-}
-
 // Element `j` (0 ..= EPV - 1) of a vec.
 fn elem_of(x: vec4<u32>, j: u32) -> u32 {
     let w = select(select(x.x, x.y, j / EPW == 1u), select(x.z, x.w, j / EPW == 3u), j / EPW >= 2u);

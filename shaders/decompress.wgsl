@@ -132,11 +132,6 @@ var<private> stream_base: u32;
 // unpacked 16-bit values take a loop-free path. Each of these steps was measured faster; the
 // decompress is issue-bound as much as latency-bound.
 
-// The four words of selection bits of a round's mask bits `mr`.
-fn word_bits(mr: u32) -> vec4<u32> {
-    return vec4<u32>(mr, mr >> EPW, mr >> (2u * EPW), mr >> (3u * EPW)) & vec4<u32>(WORD_BITS_MASK);
-}
-
 // Four stream words, each index clamped to `lim` (the last word the binding holds).
 fn get_vals(wi: vec4<u32>, lim: u32) -> vec4<u32> {
     let i = min(wi, vec4<u32>(lim));

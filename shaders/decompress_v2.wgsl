@@ -171,11 +171,6 @@ fn scan_excl(v: u32, lid: u32) -> vec2<u32> {
 }
 #endif
 
-// The selection bits of each of a vec's four output words.
-fn word_bits(bits: u32) -> vec4<u32> {
-    return vec4<u32>(bits, bits >> EPW, bits >> (2u * EPW), bits >> (3u * EPW)) & vec4<u32>(WORD_BITS_MASK);
-}
-
 // Four stream words, each index clamped to `lim` (the last word the binding holds).
 fn get4(i: vec4<u32>, lim: u32) -> vec4<u32> {
     let c = min(i, vec4<u32>(lim));

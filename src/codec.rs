@@ -816,7 +816,7 @@ impl Codec {
                     .into(),
             ));
         }
-        let constants = self.inner.kernels.v2_constants("compress_v2")?;
+        let constants = self.inner.kernels.constants("compress_v2")?;
         let (header, main) = self.inner.v2_encoder[v2_slot(dtype)].get_or_init(|| {
             let program = self.v2_program("compress_v2.wgsl", dtype);
             (

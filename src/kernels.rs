@@ -514,22 +514,6 @@ impl Kernels {
         }
     }
 
-    /// The override constants of the version-2 writer (`compress_v2.wgsl`, which scans with
-    /// lib/tile.wgsl): `SCAN_SLOTS` on the subgroup path, as [`Kernels::constants`] gives version 1's
-    /// (without it the scan's workgroup array keeps its default of 32 slots, 512 B, where the H200
-    /// needs 4).
-    pub(crate) fn v2_constants(&self, kernel: &str) -> Result<Vec<(&'static str, f64)>> {
-        let mut c = Vec::new();
-        if self.path == CodecPath::Subgroup {
-            let min = self.device.adapter_info().subgroup_min_size.clamp(4, 128);
-            c.push(("SCAN_SLOTS", (128 / min) as f64));
-        }
-        if let Some(spec) = &self.tuning {
-            apply_tuning(spec, kernel, &mut c)?;
-        }
-        Ok(c)
-    }
-
     /// Whether elements of `elem` are staged in `u16` slots (the version-2 writer asks: it has no FP8
     /// storage, so only the staging and the width decide).
     pub(crate) fn stages_halves(&self, elem: Elem) -> bool {
@@ -547,11 +531,12 @@ impl Kernels {
         Ok(b)
     }
 
-    /// The override constants of `kernel` ("compress" or "decompress"): the spin limit and look-back
-    /// window of compress, `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path (one slot per subgroup of
-    /// the smallest size the adapter reports, so the workgroup array is no larger than needed), then
-    /// the tuning spec.
-    fn constants(&self, kernel: &str) -> Result<Vec<(&'static str, f64)>> {
+    /// The override constants of `kernel` ("compress", "decompress", or "compress_v2", the version-2
+    /// writer, which scans with lib/tile.wgsl too): the spin limit and look-back window of compress,
+    /// `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path (one slot per subgroup of the smallest size the
+    /// adapter reports, so the workgroup array is no larger than needed: its default is 32 slots, 512 B,
+    /// where the H200 needs 4), then the tuning spec.
+    pub(crate) fn constants(&self, kernel: &str) -> Result<Vec<(&'static str, f64)>> {
         let mut c = Vec::new();
         if kernel == "compress" {
             c.push(("SPIN_LIMIT", self.spin_limit as f64));
