@@ -19,6 +19,12 @@
 
 #if STAGE16
 enable wgpu_int16;
+#else
+#if DIRECT
+#if !BITS32
+enable wgpu_int16;
+#endif
+#endif
 #endif
 
 #include "lib/tile.wgsl"
@@ -74,22 +80,73 @@ override LOOKBACK_PER_LANE: u32 = 1u;
 @group(0) @binding(5) var<storage, read_write> scan: array<atomic<u32>>;
 @group(0) @binding(6) var<uniform> p: Params;
 
+// DIRECT (unpacked 16- and 32-bit values, chosen by the host): no staging at all. Each value is stored
+// straight into its place in the stream by the thread that owns it, 16-bit values through a `u16` view
+// of the stream (`Features::SHADER_I16`), 32-bit ones as words. `UNIT`: the values per stream word.
+#if BITS32
+const UNIT: u32 = 1u;
+#else
+const UNIT: u32 = 2u;
+#endif
+
 #if ARENA
 // Arena mode: header, table, mask and values all live in one arena binding at a word offset (`base`)
 // that only the GPU knows: `arena.wgsl:reserve` wrote it into the slot descriptor in `ctrl`.
-@group(0) @binding(2) var<storage, read_write> arena: array<u32>;
 @group(0) @binding(7) var<storage, read_write> ctrl: array<atomic<u32>>;
 var<private> base: u32;
-fn put_head(i: u32, v: u32) { arena[base + i] = v; }
-fn put_mask(i: u32, v: u32) { arena[base + i] = v; }
-fn put_val(i: u32, v: u32) { arena[base + i] = v; }
+#if DIRECT
+#if BITS32
+@group(0) @binding(2) var<storage, read_write> arena: array<u32>;
+fn put_word(i: u32, v: u32) { arena[base + i] = v; }
+fn put_unit(i: u32, v: u32) { arena[base + i] = v; }
+#else
+// The arena seen as 16-bit halves (little-endian: the low half of word i is half 2i).
+@group(0) @binding(2) var<storage, read_write> arena: array<u16>;
+fn put_word(i: u32, v: u32) {
+    arena[2u * (base + i)] = u16(v & 0xffffu);
+    arena[2u * (base + i) + 1u] = u16(v >> 16u);
+}
+fn put_unit(i: u32, v: u32) { arena[2u * base + i] = u16(v & 0xffffu); }
+#endif
+#else
+@group(0) @binding(2) var<storage, read_write> arena: array<u32>;
+fn put_word(i: u32, v: u32) { arena[base + i] = v; }
+#endif
+fn put_head(i: u32, v: u32) { put_word(i, v); }
+fn put_mask(i: u32, v: u32) { put_word(i, v); }
+fn put_val(i: u32, v: u32) { put_word(i, v); }
 #else
 @group(0) @binding(2) var<storage, read_write> head: array<u32>;
 @group(0) @binding(3) var<storage, read_write> mask_out: array<u32>;
-@group(0) @binding(4) var<storage, read_write> vals_out: array<u32>;
 fn put_head(i: u32, v: u32) { head[i] = v; }
 fn put_mask(i: u32, v: u32) { mask_out[i] = v; }
+#if DIRECT
+#if BITS32
+@group(0) @binding(4) var<storage, read_write> vals_out: array<u32>;
+fn put_unit(i: u32, v: u32) { vals_out[i] = v; }
+#else
+@group(0) @binding(4) var<storage, read_write> vals_out: array<u16>;
+fn put_unit(i: u32, v: u32) { vals_out[i] = u16(v & 0xffffu); }
+#endif
+#else
+@group(0) @binding(4) var<storage, read_write> vals_out: array<u32>;
 fn put_val(i: u32, v: u32) { vals_out[i] = v; }
+#endif
+#endif
+
+#if DIRECT
+// Stores the elements of word `w` selected by `bits` at stream units `k`, `k + 1`, ...; returns the
+// unit after them.
+fn direct_word(w: u32, bits: u32, k: u32) -> u32 {
+    var s = k;
+    for (var e = 0u; e < EPW; e++) {
+        if ((bits >> e) & 1u) != 0u {
+            put_unit(s, (w >> (e * BITS)) & ELEM_MASK);
+            s += 1u;
+        }
+    }
+    return s;
+}
 #endif
 
 #if FUSED_FWD
@@ -157,6 +214,7 @@ const STORE_BITS: u32 = BITS;
 // workgroups an SM keeps resident on the H200, and a whole tile's 8 KB of staging halved the kernel's
 // speed (docs/PERFORMANCE.md). A pass's stream is contiguous, so its complete words are stored as soon
 // as it is staged and its last partial word is carried into the next pass.
+#if !DIRECT
 #if STAGE16
 // STAGE16 (`Features::SHADER_I16`): one value per `u16` slot, written with a plain store by the one
 // thread that owns it, instead of OR-ing packed fields into `u32` words with workgroup atomics. The
@@ -213,6 +271,7 @@ fn gather_word(i: u32, oc: u32, width: u32) -> u32 {
 const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 #endif
+#endif
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_tile: u32;
 // Look-back result: `state` 0 done (then `prefix` is the tile's exclusive prefix), else 1 + the tile
@@ -224,6 +283,7 @@ struct LookOut {
 var<workgroup> wg_look: LookOut;
 var<workgroup> wg_count: atomic<u32>;
 
+#if !DIRECT
 #if !STAGE16
 // The fields of word `w`'s elements selected by `bits` (one bit per element), `width` bits each,
 // packed from bit 0 in element order; and how many there are. At most 32 bits (EPW * width <= 32).
@@ -259,6 +319,7 @@ fn emit_word(w: u32, bits: u32, pos: u32, width: u32) -> u32 {
     }
     return pos + yc.y * width;
 }
+#endif
 #endif
 
 #include "lib/dense_in.wgsl"
@@ -297,6 +358,7 @@ fn pass_extent(totals: array<u32, 4>, r0: u32, start: u32, unit: u32, cap: u32) 
     return vec2<u32>(r1, end);
 }
 
+#if !DIRECT
 #if STAGE16
 // Stages the values of vec `q` of tile `t` that `mr` selects (read again, from the cache) at slots
 // `slot`, `slot + 1`, ...
@@ -342,6 +404,16 @@ fn stage_pass(t: u32, li: u32, lid: u32, m: array<u32, ROUNDS>, totals: array<u3
     return vec2<u32>(r1, n);
 }
 #endif
+#endif
+
+// Stores the tile's mask words (complete once the scan's barrier has passed).
+fn store_mask(tile: u32, lid: u32) {
+    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let mwords = (tile_len + 31u) / 32u;
+    if lid < mwords {
+        put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
+    }
+}
 
 @compute @workgroup_size(128)
 fn compress(
@@ -392,10 +464,12 @@ fn compress(
 #endif
     }
     // Clear the tile mask (and the packed staging words) while the ticket comes back.
+#if !DIRECT
 #if !STAGE16
     for (var i = lid; i < STAGE_WORDS; i += WG) {
         atomicStore(&stage[i], 0u);
     }
+#endif
 #endif
     atomicStore(&wg_mask[lid], 0u);
     let tile = workgroupUniformLoad(&wg_tile);
@@ -488,6 +562,7 @@ fn compress(
     let totals = array<u32, 4>(s.total.x, s.total.y, s.total.z, s.total.w);
     let excl = array<u32, 4>(s.excl.x, s.excl.y, s.excl.z, s.excl.w);
 #endif
+#if !DIRECT
 #if STAGE16
     // The first staging pass (at ρ <= 0.25 nearly always the whole tile) is staged now, between
     // publishing the aggregate and looking back, not after the look-back: the staging then fills the
@@ -498,7 +573,13 @@ fn compress(
     var cv: array<u32, CARRY_MAX>; // values carried to the next pass (thread 0 only)
     var staged = stage_pass(tile, li, lid, m, totals, excl, 0u, 0u, cv, vmask);
 #endif
+#endif
 
+#if DIRECT
+    // The mask is complete since the scan's barrier: it is stored while the claim's atomic (or the
+    // look-back) is in flight.
+    store_mask(tile, lid);
+#endif
 #if UNORDERED
     // The claimed place reaches every thread; the uniform load is also the barrier that publishes the
     // staged slots (STAGE16) and the mask.
@@ -642,11 +723,9 @@ fn compress(
         fp8_record_amax(atomicLoad(&wg_amax));
 #endif
     }
-    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
-    let mwords = (tile_len + 31u) / 32u;
-    if lid < mwords {
-        put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
-    }
+#if !DIRECT
+    store_mask(tile, lid);
+#endif
     let out = p.val_idx + prefix;
     var fits = true;
 #if ARENA
@@ -656,6 +735,32 @@ fn compress(
         atomicOr(&ctrl[p.slot + SLOT_STATUS], STATUS_OVERFLOW);
     }
 #endif
+#if DIRECT
+    // Every value goes straight to its place in the stream, stored by the thread that owns it (the
+    // input read again, from the cache): no staging slots, no barrier, no gather. What this buys is
+    // workgroup memory (occupancy on the H200, docs/PERFORMANCE.md) and the staging's instructions.
+    // Value i of the tile is stream unit out * UNIT + i; a 16-bit stream with an odd count has its
+    // last word's high half zeroed, as every tile's stream is padded to a word.
+    let out_unit = out * UNIT;
+    if fits {
+        var rank = 0u; // values of the earlier rounds
+        for (var r = 0u; r < ROUNDS; r++) {
+            let mr = m[r];
+            if mr != 0u {
+                let v = stored_vec(tile, r * WG + li);
+                var k = out_unit + rank + excl[r];
+                k = direct_word(v.x, mr & WORD_BITS_MASK, k);
+                k = direct_word(v.y, (mr >> EPW) & WORD_BITS_MASK, k);
+                k = direct_word(v.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, k);
+                direct_word(v.w, (mr >> (3u * EPW)) & WORD_BITS_MASK, k);
+            }
+            rank += totals[r];
+        }
+        if lid == 0u && UNIT == 2u && (total & 1u) != 0u {
+            put_unit(out_unit + total, 0u);
+        }
+    }
+#else
 #if STAGE16
     // Store each staged pass's complete words (all of them after the last pass), carry the values of
     // a partial last word to the next pass, stage that pass.
@@ -739,6 +844,7 @@ fn compress(
         rbit += end - carry;
         r0 = r1;
     }
+#endif
 #endif
 }
 

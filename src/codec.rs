@@ -328,7 +328,8 @@ impl Codec {
             self.kernels(op, elem(dtype), Io::Arena, fusion, Storage::Native, f16_math, order)?;
             // Pool allocators (Burn's) may put z and a, or g and dz, in one buffer: that variant too.
             let v = self.inner.kernels.variant(op, elem(dtype), Io::Arena, fusion, Storage::Native, f16_math)?;
-            self.shared_kernels(Self::ordered(v, order)?, Sharing::Shared)?;
+            let v = self.inner.kernels.direct(Self::ordered(v, order)?, false);
+            self.shared_kernels(v, Sharing::Shared)?;
         }
         Ok(())
     }
@@ -341,7 +342,9 @@ impl Codec {
         }
     }
 
-    /// The kernels of one variant (a compress's tiles in `order`), built on first use.
+    /// The kernels of one variant (a compress's tiles in `order`), built on first use; for a compress
+    /// also its variant with direct stores ([`Kernels::direct`]: what an unpacked stream uses), so a
+    /// warm-up builds both.
     fn kernels(
         &self,
         op: Op,
@@ -353,7 +356,12 @@ impl Codec {
         order: TileOrder,
     ) -> Result<Arc<Built>> {
         let k = &self.inner.kernels;
-        k.get(Self::ordered(k.variant(op, elem, io, fusion, storage, f16_math)?, order)?)
+        let v = Self::ordered(k.variant(op, elem, io, fusion, storage, f16_math)?, order)?;
+        let direct = k.direct(v, false);
+        if direct != v {
+            k.get(direct)?;
+        }
+        k.get(v)
     }
 
     /// The kernels of `v` with `sharing`: a [`Sharing::Shared`] variant (inputs bound `read_write`, for
@@ -516,7 +524,8 @@ impl Codec {
         let (io, fusion, storage) = target.kind();
         let f16_math = fusion != Fusion::None && dtype == DType::F16;
         let v = self.inner.kernels.variant(Op::Compress, elem(dtype), io, fusion, storage, f16_math)?;
-        let k = self.shared_kernels(Self::ordered(v, order)?, sharing)?;
+        let v = self.inner.kernels.direct(Self::ordered(v, order)?, layout.options.sign_pack);
+        let k = self.shared_kernels(v, sharing)?;
         let scan = self.scan_buffer(SCAN_HEAD_WORDS + chunk_tiles.min(layout.tiles.max(1)));
         let base = CompressParams {
             sign_pack: layout.options.sign_pack as u32,

@@ -103,23 +103,31 @@ fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>)
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Staging {
     /// [`Staging::Halves`] where the device has `Features::SHADER_I16`, except for the fused
-    /// forward's FP8 storage (not measured with it); [`Staging::Words`] otherwise.
+    /// forward's FP8 storage (not measured with it); [`Staging::Words`] otherwise; unpacked 32-bit
+    /// values stored directly ([`Staging::Direct`]).
     #[default]
     Auto,
     /// Packed `u32` words built with workgroup atomics: runs everywhere.
     Words,
     /// One value per `u16` slot (`STAGE16` in compress.wgsl) for every stream; needs `Features::SHADER_I16`.
     Halves,
+    /// No staging where the stream allows it (`DIRECT` in compress.wgsl): each value stored straight
+    /// into its place by the thread that owns it. Unpacked 16-bit values (through a `u16` view of the
+    /// stream: `Features::SHADER_I16`) and unpacked 32-bit values; any other stream is staged as
+    /// [`Staging::Auto`] stages it. ([`Staging::Auto`] stores only 32-bit values directly: 16-bit
+    /// ones were 1.2–2 × slower that way on the H200, [`Kernels::direct`].)
+    Direct,
 }
 
 impl Staging {
-    /// Parses `auto`, `words` or `halves`.
+    /// Parses `auto`, `words`, `halves` or `direct`.
     pub fn parse(s: &str) -> Result<Staging> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(Staging::Auto),
             "words" => Ok(Staging::Words),
             "halves" => Ok(Staging::Halves),
-            other => Err(Error::InvalidArgument(format!("staging `{other}`: expected auto, words or halves"))),
+            "direct" => Ok(Staging::Direct),
+            other => Err(Error::InvalidArgument(format!("staging `{other}`: expected auto, words, halves or direct"))),
         }
     }
 }
@@ -182,6 +190,9 @@ pub enum Stage {
     Words,
     /// One value per `u16` slot; needs `Features::SHADER_I16`.
     Halves,
+    /// No staging: each value stored into the stream by its thread (`DIRECT`). Unpacked 16-bit (with
+    /// `Features::SHADER_I16`) and 32-bit values only; the host picks it only for unpacked streams.
+    Direct,
 }
 
 /// Whether the caller's input ranges may lie in the buffer of an output range (`SHARED_IO`). wgpu refuses
@@ -257,6 +268,9 @@ pub enum VariantError {
     /// `u16` staging of 32-bit elements, whose values do not fit a `u16` slot.
     #[error("u16 staging cannot hold 32-bit values")]
     StagingNeedsNarrow,
+    /// Direct stores of 8-bit values (no 8-bit stores in WGSL) or of FP8 codes.
+    #[error("direct stores take 16- or 32-bit values stored natively")]
+    DirectNeedsWideValues,
     /// Shared inputs on a kernel whose only caller range is one input or one output (an unfused arena
     /// push or decompress: the arena is never a caller's buffer).
     #[error("shared input and output buffers need a kernel with a caller input and a caller output")]
@@ -331,10 +345,14 @@ impl Variant {
         self.f16_math
     }
 
-    /// The same variant staged with `stage`; [`Stage::Halves`] is a compress choice.
+    /// The same variant staged with `stage`; [`Stage::Halves`] and [`Stage::Direct`] are compress
+    /// choices, and direct stores take 16- or 32-bit values stored natively.
     pub fn with_stage(self, stage: Stage) -> std::result::Result<Variant, VariantError> {
-        if stage == Stage::Halves && self.op != Op::Compress {
+        if stage != Stage::Words && self.op != Op::Compress {
             return Err(VariantError::StagingNeedsCompress);
+        }
+        if stage == Stage::Direct && (self.elem == Elem::Bits8 || self.storage != Storage::Native) {
+            return Err(VariantError::DirectNeedsWideValues);
         }
         if stage == Stage::Halves && self.elem == Elem::Bits32 {
             return Err(VariantError::StagingNeedsNarrow);
@@ -413,6 +431,7 @@ impl Variant {
             (self.fusion == Fusion::Backward, "FUSED_BWD"),
             (self.storage == Storage::Fp8, "FP8_STORE"),
             (self.stage == Stage::Halves, "STAGE16"),
+            (self.stage == Stage::Direct, "DIRECT"),
             (self.f16_math, "ACT_F16"),
             (self.sharing == Sharing::Shared, "SHARED_IO"),
             (self.order == TileOrder::Unordered, "UNORDERED"),
@@ -444,6 +463,8 @@ pub struct Kernels {
     /// The tuning spec, `CodecConfig::kernel_constants`.
     tuning: Option<String>,
     staging: Staging,
+    /// `Features::SHADER_I16`: `u16` slots and `u16` stores.
+    i16: bool,
     trust: Trust,
     cache: Mutex<HashMap<Variant, Arc<Built>>>,
 }
@@ -461,22 +482,23 @@ impl Kernels {
         if staging == Staging::Halves && !i16 {
             return Err(Error::Unsupported("u16 staging needs Features::SHADER_I16".into()));
         }
-        let staging = match staging {
-            Staging::Auto if !i16 => Staging::Words,
-            s => s,
-        };
         let k = Kernels {
             path,
             device: device.clone(),
             spin_limit: config.spin_limit.unwrap_or(64),
             tuning: config.kernel_constants.clone(),
             staging,
+            i16,
             trust: if config.checked_shaders { Trust::Checked } else { Trust::Trusted },
             cache: Mutex::new(HashMap::new()),
         };
         for op in [Op::Compress, Op::Decompress] {
             for elem in [Elem::Bits16, Elem::Bits8, Elem::Bits32] {
-                k.get(k.variant(op, elem, Io::Buffer, Fusion::None, Storage::Native, false)?)?;
+                let v = k.variant(op, elem, Io::Buffer, Fusion::None, Storage::Native, false)?;
+                k.get(v)?;
+                if k.direct(v, false) != v {
+                    k.get(k.direct(v, false))?;
+                }
             }
         }
         Ok(k)
@@ -503,10 +525,10 @@ impl Kernels {
         // and for e4m3 at ρ <= 0.176 (1.5 % slower at ρ = 0.5). 32-bit values do not fit a `u16` slot:
         // F32 is always staged in words, whatever the staging asked for.
         let halves = match self.staging {
-            _ if elem == Elem::Bits32 => false,
+            _ if elem == Elem::Bits32 || !self.i16 => false,
             Staging::Halves => true,
             Staging::Words => false,
-            Staging::Auto => storage != Storage::Fp8,
+            Staging::Auto | Staging::Direct => storage != Storage::Fp8,
         };
         match op {
             Op::Compress if halves => v.with_stage(Stage::Halves).map_err(invalid),
@@ -514,10 +536,33 @@ impl Kernels {
         }
     }
 
+    /// `v` (a compress from [`Kernels::variant`]) with direct stores where this device and configuration
+    /// use them and the stream allows them (unpacked values, `sign_pack` false, stored natively):
+    /// [`Staging::Auto`] for 32-bit values, [`Staging::Direct`] for 32-bit values and for 16-bit values
+    /// on a device with `Features::SHADER_I16`. Anything else is `v` itself.
+    ///
+    /// Why only 32-bit values by default (H200, 201M elements, unordered, the same binary in one call,
+    /// `benches/results/ab-thirteenth/`): F32 compress 0.568 -> 0.423 ms at ρ = 0.176 and the F32
+    /// fused forward 17 % faster (its staging was packed words built with workgroup atomics), but BF16
+    /// compress 0.272 / 0.220 / 0.212 -> 0.549 / 0.270 / 0.233 ms at ρ = 0.5 / 0.176 / 0.05, although the
+    /// kernel drops from 40 registers and 2.6 KB of workgroup memory to 31 and 0.6 KB: scattered `u16`
+    /// stores write each 32-byte sector in many pieces, where the `u16` slots store whole words coalesced.
+    pub fn direct(&self, v: Variant, sign_pack: bool) -> Variant {
+        let wide = match (v.elem(), self.staging) {
+            (Elem::Bits32, Staging::Auto | Staging::Direct) => true,
+            (Elem::Bits16, Staging::Direct) => self.i16,
+            _ => false,
+        };
+        if sign_pack || !wide || v.op() != Op::Compress || v.storage() != Storage::Native {
+            return v;
+        }
+        v.with_stage(Stage::Direct).unwrap_or(v)
+    }
+
     /// Whether elements of `elem` are staged in `u16` slots (the version-2 writer asks: it has no FP8
     /// storage, so only the staging and the width decide).
     pub(crate) fn stages_halves(&self, elem: Elem) -> bool {
-        elem != Elem::Bits32 && self.staging != Staging::Words
+        elem != Elem::Bits32 && self.i16 && self.staging != Staging::Words
     }
 
     /// The pipelines of `v`, built on first request.

@@ -126,11 +126,19 @@ fn jobs(spin_limit: u32) -> Vec<Job> {
                     };
                     // The fused kernels take 16- and 32-bit elements (`VariantError::FusionNeedsBits16` for 8-bit).
                     let Ok(v) = Variant::new(op, elem, io, fusion, Storage::Native) else { continue };
-                    // Both stagings of compress (`bitsparse::Staging`): packed words and u16 slots.
-                    let stages: &[Stage] =
-                        if op == Op::Compress { &[Stage::Words, Stage::Halves] } else { &[Stage::Words] };
+                    // The stagings of compress (`bitsparse::Staging`): packed words, u16 slots, and direct
+                    // stores (16-bit values only, with unordered tiles as the arena runs them).
+                    let stages: &[Stage] = if op == Op::Compress {
+                        &[Stage::Words, Stage::Halves, Stage::Direct]
+                    } else {
+                        &[Stage::Words]
+                    };
                     for &stage in stages {
-                        let v = v.with_stage(stage).expect("compress takes both stagings");
+                        let Ok(v) = v.with_stage(stage) else { continue };
+                        let v = match stage {
+                            Stage::Direct => v.with_order(bitsparse::TileOrder::Unordered).expect("a compress"),
+                            _ => v,
+                        };
                         let (file, entry) = v.shader();
                         let defines = v.defines(path);
                         if op == Op::Compress {

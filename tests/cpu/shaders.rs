@@ -1,8 +1,9 @@
 //! naga validation of every variant of every shader, with the capability split that the two codec
 //! paths promise: a variant built without `SUBGROUP` must validate with *no* subgroup capability (so the
 //! portable path runs on devices without `Features::SUBGROUP`, e.g. wgpu's GL backend), and a variant
-//! built without `STAGE16` (compress's `u16` staging) must validate without `SHADER_INT16` (GL has no
-//! 16-bit types). Variants with those defines are validated with every capability.
+//! built without `STAGE16` (compress's `u16` staging) or a 16-bit `DIRECT` (its `u16` stores) must
+//! validate without `SHADER_INT16` (GL has no 16-bit types). Variants with those defines are validated
+//! with every capability.
 //!
 //! `build.rs` validates every variant too (with all capabilities); this test makes the check visible in
 //! the test suite and adds the capability split, which `build.rs` does not check.
@@ -21,7 +22,10 @@ fn capabilities_for(defines: &[&str]) -> Capabilities {
     if !defines.contains(&"SUBGROUP") {
         caps -= subgroup_caps();
     }
-    if !defines.contains(&"STAGE16") {
+    // 16-bit types: compress's `u16` slots, and its direct stores of 16-bit values through a `u16`
+    // view of the stream (direct stores of 32-bit values need none: GL runs them).
+    let int16 = defines.contains(&"STAGE16") || (defines.contains(&"DIRECT") && !defines.contains(&"BITS32"));
+    if !int16 {
         caps -= Capabilities::SHADER_INT16;
     }
     caps

@@ -8,7 +8,7 @@ use bitsparse::cpu::act::{self, Activation};
 use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
 use bitsparse::update::GatedSgd;
-use bitsparse::{cpu, BufferRange, Codec, CodecConfig, DType, Error, Options};
+use bitsparse::{cpu, BufferRange, Codec, CodecConfig, DType, Error, Options, Staging};
 use wgpu::util::DeviceExt;
 
 use crate::common;
@@ -145,10 +145,12 @@ fn fused_case(ctx: &GpuContext, codec: &Codec, n: usize, act: Activation, sign_p
     assert!(cpu::compact(&stream).unwrap() == want, "{what}: arena bytes differ from cpu::compress(r)");
 }
 
+/// On both paths, and with BF16 values stored directly into the arena (`Staging::Direct`).
 fn fused_forward_backward_match_cpu(ctx: GpuContext) {
     for codec in [
         Codec::new(&ctx.device).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),
+        Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Direct), ..Default::default() }).unwrap(),
     ] {
         for act in [Activation::Relu, Activation::Relu2] {
             // The conformance suite's lengths, and five tiles past its longest.
@@ -194,20 +196,28 @@ fn fused_forward_sign_packed_positive_input(ctx: GpuContext) {
 }
 
 /// An arena too small for the third tensor: typed error, the overflowed decompress writes nothing,
-/// the tensors before it are intact, and the gated weight update changes nothing.
+/// the tensors before it are intact, and the gated weight update changes nothing. For each way values
+/// are written: BF16 in `u16` slots (the default), F32 and BF16 stored directly (`Staging::Direct`, F32's default; BF16's through a `u16` view of the arena).
 fn arena_overflow_is_detected_and_contained(ctx: GpuContext) {
-    for chunked in [false, true] {
-        let cfg = CodecConfig { max_binding_bytes: chunked.then_some(4 * 8192 + 1024), ..Default::default() };
+    let cases = [(DType::Bf16, Staging::Auto), (DType::F32, Staging::Auto), (DType::Bf16, Staging::Direct)];
+    for (chunked, (dtype, staging)) in [false, true].into_iter().flat_map(|c| cases.map(|k| (c, k))) {
+        let chunk_bytes = 4 * 4096 * dtype.bytes() + 1024;
+        let cfg = CodecConfig {
+            max_binding_bytes: chunked.then_some(chunk_bytes),
+            staging: Some(staging),
+            ..Default::default()
+        };
         let codec = Codec::with_config(&ctx.device, cfg).unwrap();
-        let data: Vec<Vec<u8>> = (0..3).map(|i| cpu::synthetic_relu2(20 * 4096, 0.5, DType::Bf16, i)).collect();
+        let data: Vec<Vec<u8>> = (0..3).map(|i| cpu::synthetic_relu2(20 * 4096, 0.5, dtype, i)).collect();
         let n = 20 * 4096u64;
-        let bytes = n * 2;
+        let bytes = n * dtype.bytes();
+        let what = format!("{dtype} {staging:?} chunked={chunked}");
         let ins: Vec<wgpu::Buffer> = data.iter().map(|d| buf(&ctx, d)).collect();
         // Room for two compressed tensors but not three (a chunked compress leaves gaps between
         // chunks, so measure the extent the arena's own accounting gives).
         let probe = arena(&ctx, &codec, 8 << 20);
         let mut enc = ctx.device.create_command_encoder(&Default::default());
-        let s0 = probe.push(&mut enc, BufferRange::new(&ins[0], 0, bytes), DType::Bf16, n, Options::default()).unwrap();
+        let s0 = probe.push(&mut enc, BufferRange::new(&ins[0], 0, bytes), dtype, n, Options::default()).unwrap();
         submit(&ctx, enc);
         let one = probe.read_slot(&ctx.queue, &s0).unwrap().1.next_multiple_of(16);
         let a = arena(&ctx, &codec, ((2 * one + one / 2) / 16 + 1) * 16);
@@ -220,7 +230,7 @@ fn arena_overflow_is_detected_and_contained(ctx: GpuContext) {
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         a.reset(&mut enc);
         let slots: Vec<Slot> = (0..3)
-            .map(|i| a.push(&mut enc, BufferRange::new(&ins[i], 0, bytes), DType::Bf16, n, Options::default()).unwrap())
+            .map(|i| a.push(&mut enc, BufferRange::new(&ins[i], 0, bytes), dtype, n, Options::default()).unwrap())
             .collect();
         for i in 0..3 {
             a.decompress(&mut enc, &slots[i], BufferRange::new(&outs[i], 0, bytes)).unwrap();
@@ -232,20 +242,16 @@ fn arena_overflow_is_detected_and_contained(ctx: GpuContext) {
         let st = a.read_status(&ctx.queue).unwrap();
         match st.check() {
             Err(Error::ArenaOverflow { capacity, .. }) => assert_eq!(capacity, a.capacity_bytes()),
-            other => panic!("chunked={chunked}: expected ArenaOverflow, got {other:?} ({st:?})"),
+            other => panic!("{what}: expected ArenaOverflow, got {other:?} ({st:?})"),
         }
-        assert!(read(&ctx, &outs[0], bytes) == data[0], "chunked={chunked}: tensor 0 damaged");
-        assert!(read(&ctx, &outs[1], bytes) == data[1], "chunked={chunked}: tensor 1 damaged");
-        assert_eq!(
-            read(&ctx, &outs[2], bytes),
-            vec![0xA5u8; bytes as usize],
-            "chunked={chunked}: overflowed decompress wrote"
-        );
+        assert!(read(&ctx, &outs[0], bytes) == data[0], "{what}: tensor 0 damaged");
+        assert!(read(&ctx, &outs[1], bytes) == data[1], "{what}: tensor 1 damaged");
+        assert_eq!(read(&ctx, &outs[2], bytes), vec![0xA5u8; bytes as usize], "{what}: overflowed decompress wrote");
         let (s2, _) = a.read_slot(&ctx.queue, &slots[2]).unwrap();
         assert_eq!(s2 & 2, 2, "overflow bit on the slot");
         assert_eq!(s2 & 4, 4, "skipped bit on the slot");
         let w1: Vec<f32> = bytemuck::pod_collect_to_vec(&read(&ctx, &w, 4000));
-        assert_eq!(w1, w0, "chunked={chunked}: a failed step must not change weights");
+        assert_eq!(w1, w0, "{what}: a failed step must not change weights");
 
         // Recovery: grow as the sizer says and re-run: the step succeeds and the update applies.
         let mut sizer = ArenaSizer::default();
@@ -253,9 +259,7 @@ fn arena_overflow_is_detected_and_contained(ctx: GpuContext) {
         let a2 = arena(&ctx, &codec, sizer.recommended_bytes());
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         let slots: Vec<Slot> = (0..3)
-            .map(|i| {
-                a2.push(&mut enc, BufferRange::new(&ins[i], 0, bytes), DType::Bf16, n, Options::default()).unwrap()
-            })
+            .map(|i| a2.push(&mut enc, BufferRange::new(&ins[i], 0, bytes), dtype, n, Options::default()).unwrap())
             .collect();
         a2.decompress(&mut enc, &slots[2], BufferRange::new(&outs[2], 0, bytes)).unwrap();
         let gate = a2.gate(&mut enc, GatedSgd::grid(1000)).unwrap();

@@ -11,7 +11,7 @@ use bitsparse::arena::{Arena, ArenaConfig};
 use bitsparse::conformance::{DENSITIES, LENGTHS};
 use bitsparse::host::context::GpuContext;
 use bitsparse::host::{self, sync};
-use bitsparse::{cpu, BufferRange, Codec, CodecConfig, Compressed, DType, Options, Placement, TileOrder};
+use bitsparse::{cpu, BufferRange, Codec, CodecConfig, Compressed, DType, Options, Placement, Staging, TileOrder};
 
 use crate::common::harness::{gl_test, vulkan_test, Test};
 use crate::common::{buf, canary, data, read_at};
@@ -29,6 +29,7 @@ pub fn tests() -> Vec<Test> {
         vulkan_test!(unordered_shuffled_streams_gpu_decode),
         vulkan_test!(unordered_sign_bit_is_an_error),
         vulkan_test!(unordered_arena_and_ordered_arena),
+        vulkan_test!(direct_stores_every_width),
         gl_test!(gl_unordered_round_trip),
     ]
 }
@@ -85,6 +86,19 @@ fn compress_unordered(
     options: Options,
     what: &str,
 ) -> (Compressed, wgpu::Buffer) {
+    compress_in(ctx, codec, bytes, dtype, options, TileOrder::Unordered, what)
+}
+
+/// [`compress_unordered`] with the tiles placed in `order`.
+fn compress_in(
+    ctx: &GpuContext,
+    codec: &Codec,
+    bytes: &[u8],
+    dtype: DType,
+    options: Options,
+    order: TileOrder,
+    what: &str,
+) -> (Compressed, wgpu::Buffer) {
     let n = (bytes.len() as u64) / dtype.bytes();
     let input = buf(ctx, bytes);
     let cap = codec.output_capacity(dtype, n, options).expect("capacity");
@@ -92,7 +106,7 @@ fn compress_unordered(
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     let (input_range, out_range) = (BufferRange::new(&input, 0, bytes.len() as u64), BufferRange::new(&out, 0, cap));
     let c = codec
-        .compress_with_order(&mut enc, input_range, dtype, n, options, TileOrder::Unordered, out_range)
+        .compress_with_order(&mut enc, input_range, dtype, n, options, order, out_range)
         .unwrap_or_else(|e| panic!("{what}: gpu compress: {e}"));
     sync::submit(&ctx.queue, [enc.finish()]);
     (c, out)
@@ -260,6 +274,42 @@ fn unordered_arena_and_ordered_arena(ctx: GpuContext) {
                 }
             }
             assert!(cpu::decompress(&stream).unwrap() == bytes, "{dtype} {order:?}: arena slot decodes wrong");
+        }
+    }
+}
+
+/// Values stored straight into the stream (`Staging::Direct`: 16-bit values through a `u16` view,
+/// 32-bit ones as words; `Staging::Auto` does it for 32-bit values only) and, for F32, the packed
+/// words it replaced (`Staging::Words`), against the CPU reference in both tile orders: the
+/// unordered stream after `cpu::compact`, the ordered one byte for byte (a 16-bit stream with an odd
+/// count zeroes its last half-word). Sign-packed streams are staged whatever the staging says.
+fn direct_stores_every_width(ctx: GpuContext) {
+    let lengths = [0, 1, 31, 33, 4095, 4097, 9 * 4096 + 7];
+    for (staging, dtypes) in
+        [(Staging::Direct, &[DType::Bf16, DType::F16, DType::F32][..]), (Staging::Words, &[DType::F32][..])]
+    {
+        for codec in codecs(&ctx, CodecConfig { staging: Some(staging), ..Default::default() }) {
+            for &dtype in dtypes {
+                for sign_pack in [false, true] {
+                    for (di, &density) in [0.0, 1e-4, 0.176, 0.5, 1.0].iter().enumerate() {
+                        for (li, &n) in lengths.iter().enumerate() {
+                            let bytes = data(n, density, dtype, sign_pack, (di * 10 + li) as u64 + 300);
+                            let options = Options { sign_pack };
+                            let what = format!(
+                                "{staging:?} {dtype} sign_pack={sign_pack} density={density} n={n} {:?}",
+                                codec.path()
+                            );
+                            check(&ctx, &codec, &bytes, dtype, options, &what);
+                            let want = cpu::compress(&bytes, dtype, options).unwrap();
+                            let (c, out) = compress_in(&ctx, &codec, &bytes, dtype, options, TileOrder::Ordered, &what);
+                            let h = host::read_header(&ctx.device, &ctx.queue, &c).expect("header");
+                            let len = c.layout.values_offset * 4 + h.value_words as u64 * 4;
+                            let got = read_at(&ctx, &out, 0, len);
+                            assert!(got == want, "{what}: the ordered stream differs from cpu::compress");
+                        }
+                    }
+                }
+            }
         }
     }
 }
