@@ -119,6 +119,10 @@ fn fp8_lut_vec(v: vec4<u32>) -> vec4<u32> {
 const STORE_BITS: u32 = BITS;
 #endif
 
+// Rounds whose stream words the fused backward gathers at once (1, 4 and 8 measured too: 1 and 4 the
+// same, 8 slower for F32; benches/results/experiments/fused-backward-group.patch).
+const FB_GROUP: u32 = 2u;
+
 // Word offset (in `vals_in` / the arena) of this workgroup's tile stream.
 var<private> stream_base: u32;
 
@@ -299,10 +303,23 @@ fn decompress(
         let q = r * WG + li;
         let mr = m[r];
 #if FUSED_BWD
+#if BITS32
+        // The same pairs of rounds, written as a loop over every round: for F32 (8 rounds) the driver
+        // compiles this form faster (H200, 201M, ρ = 0.176: 0.882 -> 0.784 ms dL/dz only, 1.110 ->
+        // 1.015 ms with `a`; BF16 slower in that form, 0.377 -> 0.413; docs/PERFORMANCE.md).
+        if (r % FB_GROUP) == 0u {
+            for (var j = 0u; j < ROUNDS; j++) {
+                if j >= r && j < r + FB_GROUP {
+                    xs[j] = gather_round(m[j], starts[j], width);
+                }
+            }
+        }
+#else
         if (r & 1u) == 0u {
             xs[r] = gather_round(mr, starts[r], width);
             xs[r + 1u] = gather_round(m[r + 1u], starts[r + 1u], width);
         }
+#endif
 #endif
         var v = deposit_round(mr, xs[r], width);
 #if FP8_STORE

@@ -64,7 +64,8 @@ pub struct CodecConfig {
     /// `BITSPARSE_KERNEL_CONSTANTS`; the library reads no environment).
     pub kernel_constants: Option<String>,
     /// How compress stages compacted values; `None`: [`Staging::Auto`]. [`Staging::Halves`] on a
-    /// device without `Features::SHADER_I16` is `Error::Unsupported`.
+    /// device without `Features::SHADER_I16` is `Error::Unsupported`; [`Staging::Direct`] there stores
+    /// only 32-bit values directly.
     pub staging: Option<Staging>,
     /// Build the codec kernels with wgpu's runtime bounds checks (a debugging aid; the default builds
     /// them as trusted modules, see `dispatch::Program::new`).

@@ -224,7 +224,7 @@ fn parse_list<T>(s: &str, what: &str, f: impl Fn(&str) -> Option<T>) -> Result<V
 }
 
 /// The codec's A/B knobs from the environment, for the bench, the CLI and the device runs (the library
-/// itself reads no environment): `BITSPARSE_STAGING` (`auto`, `words`, `halves`),
+/// itself reads no environment): `BITSPARSE_STAGING` (`auto`, `words`, `halves`, `direct`),
 /// `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.LOOKBACK_PER_LANE=4`) and `BITSPARSE_CHECKED_SHADERS`
 /// (`1`/`true`: wgpu's runtime checks back on, a debugging aid).
 pub fn codec_config_from_env() -> Result<bitsparse::CodecConfig> {

@@ -314,13 +314,18 @@ fn direct_stores_every_width(ctx: GpuContext) {
     }
 }
 
-/// wgpu's GL backend (llvmpipe, no subgroups): the portable path's unordered compress.
+/// wgpu's GL backend (llvmpipe, no subgroups): the portable path's unordered compress, with the default
+/// staging and with `Staging::Direct` (no 16-bit types there: F32 stored directly, BF16 in packed words).
 fn gl_unordered_round_trip(ctx: GpuContext) {
-    let codec = Codec::new(&ctx.device).unwrap();
-    for (dtype, density) in [(DType::Bf16, 0.176), (DType::F32, 0.5), (DType::E4m3, 0.01)] {
-        for n in [0, 33, 4097, 5 * 4096 + 1] {
-            let bytes = data(n, density, dtype, false, 3);
-            check(&ctx, &codec, &bytes, dtype, Options::default(), &format!("gl unordered {dtype} n={n}"));
+    for staging in [Staging::Auto, Staging::Direct] {
+        let codec = Codec::with_config(&ctx.device, CodecConfig { staging: Some(staging), ..Default::default() })
+            .unwrap_or_else(|e| panic!("{staging:?} on GL: {e}"));
+        for (dtype, density) in [(DType::Bf16, 0.176), (DType::F32, 0.5), (DType::E4m3, 0.01)] {
+            for n in [0, 33, 4097, 5 * 4096 + 1] {
+                let bytes = data(n, density, dtype, false, 3);
+                let what = format!("gl unordered {staging:?} {dtype} n={n}");
+                check(&ctx, &codec, &bytes, dtype, Options::default(), &what);
+            }
         }
     }
 }
