@@ -658,6 +658,29 @@ mod tests {
     }
 
     #[test]
+    fn direct_stores_take_wide_native_values_of_compress() {
+        use {Elem::*, Fusion::*, Io::*, Op::*, Storage::*};
+        let c =
+            Variant::new(Compress, Bits16, Arena, Forward, Native).unwrap().with_order(TileOrder::Unordered).unwrap();
+        let d = c.with_stage(Stage::Direct).unwrap();
+        assert_eq!(d.defines(CodecPath::Subgroup), ["SUBGROUP", "ARENA", "FUSED_FWD", "DIRECT", "UNORDERED"]);
+        assert_eq!(d.stage(), Stage::Direct);
+        let f = Variant::new(Compress, Bits32, Buffer, Fusion::None, Native).unwrap();
+        assert_eq!(f.with_stage(Stage::Direct).unwrap().defines(CodecPath::Portable), ["BITS32", "DIRECT"]);
+        let e = Variant::new(Compress, Bits8, Buffer, Fusion::None, Native).unwrap();
+        assert_eq!(e.with_stage(Stage::Direct), Err(VariantError::DirectNeedsWideValues));
+        let q = Variant::new(Compress, Bits16, Arena, Forward, Fp8).unwrap();
+        assert_eq!(q.with_stage(Stage::Direct), Err(VariantError::DirectNeedsWideValues));
+        let x = Variant::new(Decompress, Bits32, Buffer, Fusion::None, Native).unwrap();
+        assert_eq!(x.with_stage(Stage::Direct), Err(VariantError::StagingNeedsCompress));
+    }
+
+    #[test]
+    fn staging_direct_parses() {
+        assert_eq!(Staging::parse(" Direct ").unwrap(), Staging::Direct);
+    }
+
+    #[test]
     fn shared_io_variants() {
         use {Elem::*, Fusion::*, Io::*, Op::*, Storage::*};
         let plain = Variant::new(Compress, Bits16, Buffer, Fusion::None, Native).unwrap();
