@@ -358,10 +358,7 @@ impl Codec {
     ) -> Result<Arc<Built>> {
         let k = &self.inner.kernels;
         let v = Self::ordered(k.variant(op, elem, io, fusion, storage, f16_math)?, order)?;
-        let direct = k.direct(v, false);
-        if direct != v {
-            k.get(direct)?;
-        }
+        k.get(k.direct(v, false))?; // `v` itself where it has no direct variant: a cache hit below
         k.get(v)
     }
 
