@@ -358,12 +358,27 @@ fn pass_extent(totals: array<u32, 4>, r0: u32, start: u32, unit: u32, cap: u32) 
     return vec2<u32>(r1, end);
 }
 
+// `stored_vec` where only the elements the mask selects are used (the staging's re-read): in the
+// fused forward z itself, since relu(z) equals z on every element it keeps nonzero (FP8 storage
+// keeps the relu: its quantization is not checked for negative lanes).
+fn staged_vec(t: u32, q: u32) -> vec4<u32> {
+#if FUSED_FWD
+#if !FP8_STORE
+    return load_vec(t, q);
+#else
+    return stored_vec(t, q);
+#endif
+#else
+    return stored_vec(t, q);
+#endif
+}
+
 #if !DIRECT
 #if STAGE16
 // Stages the values of vec `q` of tile `t` that `mr` selects (read again, from the cache) at slots
 // `slot`, `slot + 1`, ...
 fn stage_round(t: u32, q: u32, mr: u32, slot: u32, vmask: u32) {
-    let v = stored_vec(t, q);
+    let v = staged_vec(t, q);
     var k = stage_word(v.x, mr & WORD_BITS_MASK, slot, vmask);
     k = stage_word(v.y, (mr >> EPW) & WORD_BITS_MASK, k, vmask);
     k = stage_word(v.z, (mr >> (2u * EPW)) & WORD_BITS_MASK, k, vmask);
@@ -489,8 +504,9 @@ fn compress(
         let q = r * WG + li;
         var x = load_vec(tile, q);
 #if FUSED_FWD
-        x = relu_vec(x);
-        let a = act_vec(x, p.act);
+        let ra = relu_act_vec(x, p.act);
+        x = ra.r;
+        let a = ra.a;
         if tile < p.full_tiles {
             a4[tile * VECS_PER_TILE + q] = a;
         } else {
@@ -509,7 +525,9 @@ fn compress(
 #endif
         let mr = nz_bits(x) & valid_bits(tile, q);
         m[r] = mr;
-        signs |= sign_bits(x) & mr;
+        if p.sign_pack != 0u {
+            signs |= sign_bits(x) & mr;
+        }
         if mr != 0u {
             atomicOr(&wg_mask[mask_word_of(r, li)], mr << mask_shift_of(li));
         }
@@ -749,7 +767,7 @@ fn compress(
         for (var r = 0u; r < ROUNDS; r++) {
             let mr = m[r];
             if mr != 0u {
-                let v = stored_vec(tile, r * WG + li);
+                let v = staged_vec(tile, r * WG + li);
                 var k = out_unit + rank + excl[r];
                 k = direct_word(v.x, mr & WORD_BITS_MASK, k);
                 k = direct_word(v.y, (mr >> EPW) & WORD_BITS_MASK, k);
@@ -820,7 +838,7 @@ fn compress(
         for (var r = 0u; r < ROUNDS; r++) {
             if r >= r0 && r < r1 {
                 let mr = m[r];
-                let vr = stored_vec(tile, r * WG + li);
+                let vr = staged_vec(tile, r * WG + li);
                 var pos = acc + excl[r] * width;
                 pos = emit_word(vr.x, mr & WORD_BITS_MASK, pos, width);
                 pos = emit_word(vr.y, (mr >> EPW) & WORD_BITS_MASK, pos, width);

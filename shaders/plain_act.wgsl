@@ -28,7 +28,7 @@ struct Params {
 fn forward(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.y * p.grid_x + gid.x;
     if i < p.vecs {
-        out0[i] = act_vec(relu_vec(in0[i]), p.act);
+        out0[i] = relu_act_vec(in0[i], p.act).a;
     }
 }
 

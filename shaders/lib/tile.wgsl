@@ -37,6 +37,7 @@ fn sign_word(w: u32) -> u32 {
 #endif
 }
 
+#if BITS32
 // One bit per element of `v`: bit j set when element j is not all bits zero.
 fn nz_bits(v: vec4<u32>) -> u32 {
     return nz_word(v.x) | (nz_word(v.y) << EPW) | (nz_word(v.z) << (2u * EPW)) | (nz_word(v.w) << (3u * EPW));
@@ -46,6 +47,45 @@ fn nz_bits(v: vec4<u32>) -> u32 {
 fn sign_bits(v: vec4<u32>) -> u32 {
     return sign_word(v.x) | (sign_word(v.y) << EPW) | (sign_word(v.z) << (2u * EPW)) | (sign_word(v.w) << (3u * EPW));
 }
+#else
+#if BITS8
+fn nz_bits(v: vec4<u32>) -> u32 {
+    return nz_word(v.x) | (nz_word(v.y) << EPW) | (nz_word(v.z) << (2u * EPW)) | (nz_word(v.w) << (3u * EPW));
+}
+
+fn sign_bits(v: vec4<u32>) -> u32 {
+    return sign_word(v.x) | (sign_word(v.y) << EPW) | (sign_word(v.z) << (2u * EPW)) | (sign_word(v.w) << (3u * EPW));
+}
+#else
+// 16-bit elements, both halves of a word at once (the fused forward is bound by its integer
+// instructions on the H200, docs/PERFORMANCE.md): a flag at bit 15 / bit 31 of each word for its
+// low / high element, then the eight flags moved to bits 0..7 in element order with four shifts.
+// `nz_word` and `sign_word` stay the per-word definition (the ordered look-back's fallback).
+
+// Bit 15 / 31 set where the low / high element is not all zero: the magnitude bits carry into the
+// sign position (no carry crosses the halves: 0x7fff + 0x7fff < 0x10000), or the sign bit is set.
+fn nz_flags16(v: vec4<u32>) -> vec4<u32> {
+    let mags = vec4<u32>(0x7fff7fffu);
+    return (((v & mags) + mags) | v) & vec4<u32>(0x80008000u);
+}
+
+// The flags at bits 15 and 31 of four words, as bits 0..7 (word k's low element at bit 2k).
+fn gather_flags16(f: vec4<u32>) -> u32 {
+    let u = (f.x >> 15u) | (f.y >> 13u) | (f.z >> 11u) | (f.w >> 9u);
+    return (u | (u >> 15u)) & 0xffu;
+}
+
+// One bit per element of `v`: bit j set when element j is not all bits zero.
+fn nz_bits(v: vec4<u32>) -> u32 {
+    return gather_flags16(nz_flags16(v));
+}
+
+// One bit per element whose sign bit is set.
+fn sign_bits(v: vec4<u32>) -> u32 {
+    return gather_flags16(v & vec4<u32>(0x80008000u));
+}
+#endif
+#endif
 
 // Mask word (within the tile) and bit shift that hold the EPV bits of thread `li` in round `r`.
 fn mask_word_of(r: u32, li: u32) -> u32 {
