@@ -7,10 +7,6 @@
 // The CPU port of this stage is src/cpu/decompress.rs.
 
 #include "lib/tile.wgsl"
-// SG_DIRECT (subgroup path; 0 off, else the adapter's one subgroup size): each subgroup finds its
-// threads' value offsets from the tile's 128 mask words by itself (subgroup scans and shuffles), with
-// no workgroup barrier and no workgroup memory.
-override SG_DIRECT: u32 = 0u;
 
 struct Params {
     tiles: u32,       // tiles in this chunk
@@ -149,13 +145,7 @@ fn get_vals(wi: vec4<u32>, lim: u32) -> vec4<u32> {
 // For each of a round's four output words: the stream bits from its first value on (its values
 // packed from bit 0). `k0`: the thread's first value index in the round.
 fn gather_vec(mr: u32, k0: u32, width: u32) -> vec4<u32> {
-    let b = word_bits(mr);
-    // A word's value count: for two elements per word, b - (b >> 1) (0, 1, 1, 2), two full-rate
-    // integer operations instead of a population count (a quarter-rate one on NVIDIA GPUs).
-    var c = countOneBits(b);
-    if EPW == 2u {
-        c = b - (b >> vec4<u32>(1u));
-    }
+    let c = countOneBits(word_bits(mr));
     let k = vec4<u32>(k0, k0 + c.x, k0 + c.x + c.y, k0 + c.x + c.y + c.z);
     let lim = val_limit();
     if BITS == 16u && width == 16u {
@@ -223,74 +213,6 @@ fn deposit_round(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
     return deposit_vec(mr, x, STORE_BITS - 1u);
 }
 
-#if SUBGROUP
-// Mask words per round, and the most mask words one lane holds (subgroups of 8 or more).
-const WPR: u32 = WG * EPV / 32u;
-const SLOTS_MAX: u32 = 16u;
-
-// Element `k` of `a` (k uniform in the subgroup; a constant once SG_DIRECT is known).
-fn pick_slot(a: array<u32, SLOTS_MAX>, k: u32) -> u32 {
-    var v = 0u;
-    for (var i = 0u; i < SLOTS_MAX; i++) {
-        if i < TILE_MASK_WORDS / max(SG_DIRECT, 8u) {
-            v = select(v, a[i], i == k);
-        }
-    }
-    return v;
-}
-
-// The mask bits and the first value index (in the tile's stream) of thread `li` in every round,
-// computed by its subgroup alone: lane l holds mask words l, l + S, l + 2S, ... of the tile with
-// their exclusive prefix counts; a thread takes its word and the word's prefix from the lane that
-// holds it. The words of one subgroup's round lie in one slot (a run of S * EPV / 32 words that
-// starts at a multiple of its length), so the slot is uniform in the subgroup, as a shuffle needs.
-struct SgScan {
-    m: array<u32, ROUNDS>,
-    starts: array<u32, ROUNDS>,
-}
-
-fn sg_direct_scan(tile: u32, tile_len: u32, li: u32, sg_lane: u32) -> SgScan {
-    let S = max(SG_DIRECT, 8u);
-    var words: array<u32, SLOTS_MAX>;
-    var excl: array<u32, SLOTS_MAX>;
-    var base = 0u;
-    for (var k = 0u; k < SLOTS_MAX; k++) {
-        if k < TILE_MASK_WORDS / S {
-            let j = k * S + sg_lane;
-            var w = 0u;
-            if j * 32u < tile_len {
-                w = get_mask(p.mask_idx + tile * TILE_MASK_WORDS + j);
-            }
-            words[k] = w;
-        }
-    }
-    for (var k = 0u; k < SLOTS_MAX; k++) {
-        if k < TILE_MASK_WORDS / S {
-            let c = countOneBits(words[k]);
-            let incl = subgroupInclusiveAdd(c);
-            excl[k] = base + incl - c;
-            base += subgroupShuffle(incl, S - 1u);
-        }
-    }
-    var out: SgScan;
-    let sg = li / S;
-    for (var r = 0u; r < ROUNDS; r++) {
-        let mw = mask_word_of(r, li);
-        // The subgroup's first word of the round: r * WPR + sg * (S * EPV / 32); its slot. When a
-        // round's words fit one slot the second term never moves it (a constant slot per round).
-        let first = r * WPR + select(sg * (S * EPV / 32u), 0u, WPR <= S);
-        let k = first / S;
-        let holder = mw % S;
-        let w = subgroupShuffle(pick_slot(words, k), holder);
-        let e = subgroupShuffle(pick_slot(excl, k), holder);
-        let sh = mask_shift_of(li);
-        out.m[r] = (w >> sh) & ((1u << EPV) - 1u);
-        out.starts[r] = e + countOneBits(w & ((1u << sh) - 1u));
-    }
-    return out;
-}
-#endif
-
 @compute @workgroup_size(128)
 fn decompress(
     @builtin(local_invocation_index) lid: u32,
@@ -340,59 +262,41 @@ fn decompress(
     stream_base = p.val_idx + (get_head(p.table_idx + tile) - p.val_base);
 
     var m: array<u32, ROUNDS>;
-    var st: array<u32, ROUNDS>;
-#if SUBGROUP
-    if SG_DIRECT != 0u {
-        let o = sg_direct_scan(tile, tile_len, li, sg_lane);
-        m = o.m;
-        st = o.starts;
-#if FP8_STORE
-        // Publishes the FP8 table (the scan's barrier does on the other path).
-        workgroupBarrier();
-#endif
-    } else {
-#else
-    {
-#endif
-        for (var r = 0u; r < ROUNDS; r++) {
-            let mw = mask_word_of(r, li);
-            var bits = 0u;
-            if mw * 32u < tile_len {
-                bits = (get_mask(p.mask_idx + tile * TILE_MASK_WORDS + mw) >> mask_shift_of(li)) & ((1u << EPV) - 1u);
-            }
-            m[r] = bits;
+    for (var r = 0u; r < ROUNDS; r++) {
+        let mw = mask_word_of(r, li);
+        var bits = 0u;
+        if mw * 32u < tile_len {
+            bits = (get_mask(p.mask_idx + tile * TILE_MASK_WORDS + mw) >> mask_shift_of(li)) & ((1u << EPV) - 1u);
         }
+        m[r] = bits;
+    }
 #if BITS32
-        let s = wg_scan(pack_counts(m), li, sg_lane, sg_size);
-        // Round r's first value: this thread's exclusive prefix in round r plus the totals of rounds < r.
-        let excl8 = unpack_rounds(s.excl);
-        let total8 = unpack_rounds(s.total);
-        var starts: array<u32, 8>;
-        var before = 0u;
-        for (var r = 0u; r < 8u; r++) {
-            starts[r] = excl8[r] + before;
-            before += total8[r];
-        }
+    let s = wg_scan(pack_counts(m), li, sg_lane, sg_size);
+    // Round r's first value: this thread's exclusive prefix in round r plus the totals of rounds < r.
+    let excl8 = unpack_rounds(s.excl);
+    let total8 = unpack_rounds(s.total);
+    var starts: array<u32, 8>;
+    var before = 0u;
+    for (var r = 0u; r < 8u; r++) {
+        starts[r] = excl8[r] + before;
+        before += total8[r];
+    }
 #else
 #if BITS8
-        let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
+    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
 #else
-        let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
+    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
 #endif
-        let s = wg_scan(counts, li, sg_lane, sg_size);
+    let s = wg_scan(counts, li, sg_lane, sg_size);
 
-        let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
+    let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
 #endif
-        for (var r = 0u; r < ROUNDS; r++) {
-            st[r] = starts[r];
-        }
-    }
     // Every round's stream words are loaded before any round is decoded; in the fused backward, whose
     // g loads and activation math need registers too, two rounds at a time (both measured fastest).
     var xs: array<vec4<u32>, ROUNDS>;
 #if !FUSED_BWD
     for (var r = 0u; r < ROUNDS; r++) {
-        xs[r] = gather_round(m[r], st[r], width);
+        xs[r] = gather_round(m[r], starts[r], width);
     }
 #endif
     for (var r = 0u; r < ROUNDS; r++) {
@@ -406,14 +310,14 @@ fn decompress(
         if (r % FB_GROUP) == 0u {
             for (var j = 0u; j < ROUNDS; j++) {
                 if j >= r && j < r + FB_GROUP {
-                    xs[j] = gather_round(m[j], st[j], width);
+                    xs[j] = gather_round(m[j], starts[j], width);
                 }
             }
         }
 #else
         if (r & 1u) == 0u {
-            xs[r] = gather_round(mr, st[r], width);
-            xs[r + 1u] = gather_round(m[r + 1u], st[r + 1u], width);
+            xs[r] = gather_round(mr, starts[r], width);
+            xs[r + 1u] = gather_round(m[r + 1u], starts[r + 1u], width);
         }
 #endif
 #endif

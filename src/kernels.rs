@@ -43,21 +43,8 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-const TUNABLE: [(&str, &str, f64, f64); 3] = [
-    ("compress", "SPIN_LIMIT", 1.0, 1e9),
-    ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
-    // 0: the workgroup scan; else the adapter's fixed subgroup size (another size decodes wrongly but
-    // stays inside every binding: indices are bounded by the tile, stream reads clamped).
-    ("decompress", "SG_DIRECT", 0.0, 128.0),
-];
-
-/// The subgroup size the decompress kernels find their value offsets with, subgroup by subgroup
-/// (`SG_DIRECT` in decompress.wgsl: no workgroup barrier): only where every subgroup has the same
-/// size (the shuffles address lanes by a size fixed at pipeline creation), a power of two from 8 to
-/// 128 (a lane then holds at most 16 of a tile's 128 mask words). Elsewhere the workgroup scan.
-pub(crate) fn sg_direct_size(min: u32, max: u32) -> Option<u32> {
-    (min == max && min.is_power_of_two() && (8..=128).contains(&min)).then_some(min)
-}
+const TUNABLE: [(&str, &str, f64, f64); 2] =
+    [("compress", "SPIN_LIMIT", 1.0, 1e9), ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0)];
 
 /// One item of a kernel-constants spec (`kernel.NAME=value`).
 #[derive(Clone, Debug, PartialEq)]
@@ -93,7 +80,7 @@ pub fn parse_constants(spec: &str) -> std::result::Result<Vec<ConstantItem<'_>>,
 fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
     let bad = |why: String| {
         Error::InvalidArgument(format!(
-            "kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8, decompress.SG_DIRECT)"
+            "kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"
         ))
     };
     for item in parse_constants(spec).map_err(bad)? {
@@ -600,14 +587,8 @@ impl Kernels {
             c.push(("LOOKBACK_PER_LANE", LOOKBACK_PER_LANE as f64));
         }
         if self.path == CodecPath::Subgroup {
-            let info = self.device.adapter_info();
-            let min = info.subgroup_min_size.clamp(4, 128);
+            let min = self.device.adapter_info().subgroup_min_size.clamp(4, 128);
             c.push(("SCAN_SLOTS", (128 / min) as f64));
-            if kernel == "decompress" {
-                if let Some(s) = sg_direct_size(info.subgroup_min_size, info.subgroup_max_size) {
-                    c.push(("SG_DIRECT", s as f64));
-                }
-            }
         }
         if let Some(spec) = &self.tuning {
             apply_tuning(spec, kernel, &mut c)?;
@@ -635,17 +616,6 @@ impl Kernels {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sg_direct_only_for_one_fixed_subgroup_size() {
-        assert_eq!(sg_direct_size(32, 32), Some(32));
-        assert_eq!(sg_direct_size(8, 8), Some(8));
-        assert_eq!(sg_direct_size(128, 128), Some(128));
-        assert_eq!(sg_direct_size(32, 64), None); // sizes chosen per pipeline: the workgroup scan
-        assert_eq!(sg_direct_size(4, 4), None); // a lane would hold 32 mask words
-        assert_eq!(sg_direct_size(24, 24), None);
-        assert_eq!(sg_direct_size(256, 256), None);
-    }
 
     #[test]
     fn variants_refuse_what_the_shaders_lack() {

@@ -133,9 +133,7 @@ fn grad_word(r: u32, g: u32, act: u32) -> u32 {
     let p_hi = bitcast<u32>(2.0 * bitcast<f32>(r & 0xffff0000u) * bitcast<f32>(g & 0xffff0000u));
     let out = (rne_high(p_lo) >> 16u) | rne_high(p_hi);
     let p_nan = select(0u, 0x8000u, (p_lo & 0x7fffffffu) > 0x7f800000u) | select(0u, 0x80000000u, (p_hi & 0x7fffffffu) > 0x7f800000u);
-    // nan_flags(r) | nan_flags(g), one AND fewer.
-    let in_nan = (((r & MAGS) + 0x007f007fu) | ((g & MAGS) + 0x007f007fu)) & SIGNS;
-    let nan = halves(in_nan | p_nan);
+    let nan = halves(nan_flags(r) | nan_flags(g) | p_nan);
     return (out & ~nan) | (0x7fc07fc0u & nan);
 }
 

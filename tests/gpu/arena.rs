@@ -145,20 +145,12 @@ fn fused_case(ctx: &GpuContext, codec: &Codec, n: usize, act: Activation, sign_p
     assert!(cpu::compact(&stream).unwrap() == want, "{what}: arena bytes differ from cpu::compress(r)");
 }
 
-/// On both paths, with BF16 values stored directly into the arena (`Staging::Direct`), and with the
-/// fused backward's workgroup scan.
+/// On both paths, and with BF16 values stored directly into the arena (`Staging::Direct`).
 fn fused_forward_backward_match_cpu(ctx: GpuContext) {
     for codec in [
         Codec::new(&ctx.device).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Direct), ..Default::default() }).unwrap(),
-        // The fused backward's workgroup scan on the subgroup path (lavapipe's fixed subgroup size
-        // selects the subgroup-by-subgroup offsets, `SG_DIRECT`, by default).
-        Codec::with_config(
-            &ctx.device,
-            CodecConfig { kernel_constants: Some("decompress.SG_DIRECT=0".into()), ..Default::default() },
-        )
-        .unwrap(),
     ] {
         for act in [Activation::Relu, Activation::Relu2] {
             // The conformance suite's lengths, and five tiles past its longest.

@@ -65,10 +65,10 @@ fn f32_matrix_portable(ctx: GpuContext) {
 }
 
 /// The wide look-back window and the decoupled fallback forced at once (spin limit 1), on both paths,
-/// over many tiles; the subgroup path's decompress with the workgroup scan (`SG_DIRECT=0`).
+/// over many tiles.
 fn f32_matrix_lookback4_fallback(ctx: GpuContext) {
     let wide = CodecConfig {
-        kernel_constants: Some("compress.LOOKBACK_PER_LANE=4,decompress.SG_DIRECT=0".into()),
+        kernel_constants: Some("compress.LOOKBACK_PER_LANE=4".into()),
         spin_limit: Some(1),
         ..Default::default()
     };

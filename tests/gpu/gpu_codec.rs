@@ -60,12 +60,10 @@ fn subgroup_codec(ctx: &GpuContext) -> Codec {
 }
 
 /// A look-back window of 4 statuses per lane (`compress.LOOKBACK_PER_LANE=4`, the tuning knob's other
-/// look-back path), with the fallback forced at once (`spin_limit` 1); its decompress finds value
-/// offsets with the workgroup scan (`decompress.SG_DIRECT=0`), which the subgroup path runs on adapters
-/// whose subgroup size varies (lavapipe's is fixed, so the default codec decodes subgroup by subgroup).
+/// look-back path), with the fallback forced at once (`spin_limit` 1).
 fn lookback4_codec(ctx: &GpuContext) -> Codec {
     let cfg = CodecConfig {
-        kernel_constants: Some("compress.LOOKBACK_PER_LANE=4,decompress.SG_DIRECT=0".into()),
+        kernel_constants: Some("compress.LOOKBACK_PER_LANE=4".into()),
         spin_limit: Some(1),
         ..Default::default()
     };
