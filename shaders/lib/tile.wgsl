@@ -37,30 +37,9 @@ fn sign_word(w: u32) -> u32 {
 #endif
 }
 
-#if BITS32
-// One bit per element of `v`: bit j set when element j is not all bits zero.
-fn nz_bits(v: vec4<u32>) -> u32 {
-    return nz_word(v.x) | (nz_word(v.y) << EPW) | (nz_word(v.z) << (2u * EPW)) | (nz_word(v.w) << (3u * EPW));
-}
-
-// One bit per element whose sign bit is set.
-fn sign_bits(v: vec4<u32>) -> u32 {
-    return sign_word(v.x) | (sign_word(v.y) << EPW) | (sign_word(v.z) << (2u * EPW)) | (sign_word(v.w) << (3u * EPW));
-}
-#else
-#if BITS8
-fn nz_bits(v: vec4<u32>) -> u32 {
-    return nz_word(v.x) | (nz_word(v.y) << EPW) | (nz_word(v.z) << (2u * EPW)) | (nz_word(v.w) << (3u * EPW));
-}
-
-fn sign_bits(v: vec4<u32>) -> u32 {
-    return sign_word(v.x) | (sign_word(v.y) << EPW) | (sign_word(v.z) << (2u * EPW)) | (sign_word(v.w) << (3u * EPW));
-}
-#else
-// 16-bit elements, both halves of a word at once (the fused forward is bound by its integer
-// instructions on the H200, docs/PERFORMANCE.md): a flag at bit 15 / bit 31 of each word for its
-// low / high element, then the eight flags moved to bits 0..7 in element order with four shifts.
-// `nz_word` and `sign_word` stay the per-word definition (the ordered look-back's fallback).
+// 16-bit elements take both halves of a word at once (fewer integer instructions, which the fused
+// forward spends much of its time on, docs/PERFORMANCE.md): a flag at bit 15 / bit 31 of each word for
+// its low / high element, then the eight flags moved to bits 0..7 in element order with four shifts.
 
 // Bit 15 / 31 set where the low / high element is not all zero: the magnitude bits carry into the
 // sign position (no carry crosses the halves: 0x7fff + 0x7fff < 0x10000), or the sign bit is set.
@@ -77,15 +56,19 @@ fn gather_flags16(f: vec4<u32>) -> u32 {
 
 // One bit per element of `v`: bit j set when element j is not all bits zero.
 fn nz_bits(v: vec4<u32>) -> u32 {
-    return gather_flags16(nz_flags16(v));
+    if BITS == 16u {
+        return gather_flags16(nz_flags16(v));
+    }
+    return nz_word(v.x) | (nz_word(v.y) << EPW) | (nz_word(v.z) << (2u * EPW)) | (nz_word(v.w) << (3u * EPW));
 }
 
 // One bit per element whose sign bit is set.
 fn sign_bits(v: vec4<u32>) -> u32 {
-    return gather_flags16(v & vec4<u32>(0x80008000u));
+    if BITS == 16u {
+        return gather_flags16(v & vec4<u32>(0x80008000u));
+    }
+    return sign_word(v.x) | (sign_word(v.y) << EPW) | (sign_word(v.z) << (2u * EPW)) | (sign_word(v.w) << (3u * EPW));
 }
-#endif
-#endif
 
 // Mask word (within the tile) and bit shift that hold the EPV bits of thread `li` in round `r`.
 fn mask_word_of(r: u32, li: u32) -> u32 {
