@@ -82,9 +82,15 @@ fn rne_high(b: u32) -> u32 {
     return (b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u;
 }
 
+// The halves relu_bits zeroes, as a mask of 0xffff per half: sign bit set and not a NaN (`nan`: the
+// NaN flags of `w`).
+fn relu_zeroed(w: u32, nan: u32) -> u32 {
+    return halves(w & SIGNS & ~nan);
+}
+
 // relu_bits on both halves: a value with its sign bit set becomes +0 unless it is a NaN.
 fn relu_word(w: u32) -> u32 {
-    return w & ~halves(w & SIGNS & ~nan_flags(w));
+    return w & ~relu_zeroed(w, nan_flags(w));
 }
 
 // act_bits on both halves. r² of a non-NaN r is never NaN, so only NaN inputs need the canonical NaN.
@@ -109,7 +115,7 @@ struct ReluActWord {
 
 fn relu_act_word(z: u32, act: u32) -> ReluActWord {
     let nan = nan_flags(z);
-    let neg = halves(z & SIGNS & ~nan);
+    let neg = relu_zeroed(z, nan);
     let r = z & ~neg;
     if act == 0u {
         return ReluActWord(r, r);
