@@ -7,8 +7,12 @@
 //! WGSL the codec builds, with naga as wgpu does on Vulkan, and asks the driver directly through `ash`.
 //!
 //! ```text
-//! pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--compile-only]
+//! pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--compile-only] [--ir DIR]
 //! ```
+//! `--ir DIR` also asks for each executable's internal representations (a driver's disassembly) and writes
+//! each into `DIR`, named by the pipeline's label. NVIDIA's driver (580.159.04, H200) offers none: the
+//! call returns no representation (fifteenth session), so on that device the statistics are all there is;
+//! Mesa's RADV and ANV offer their IR and assembly this way.
 //! `--constants` adds override constants to the pipelines of the named entry point, in the syntax of
 //! `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.SCAN_SLOTS=4,decompress.SCAN_SLOTS=4,compress.LOOKBACK_PER_LANE=2`), so
 //! the statistics of an experiment's variant can be read before it is timed.
@@ -50,6 +54,9 @@ struct Args {
     spin_limit: u32,
     constants: Vec<(String, String, f64)>,
     compile_only: bool,
+    /// `--ir DIR`: where to write each executable's internal representations (the driver's disassembly,
+    /// where it offers any), one file per representation.
+    ir: Option<std::path::PathBuf>,
 }
 
 #[derive(Copy, Clone, PartialEq)]
@@ -76,6 +83,7 @@ fn parse_args() -> Result<Args, String> {
         spin_limit: 64,
         constants: Vec::new(),
         compile_only: false,
+        ir: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -83,6 +91,7 @@ fn parse_args() -> Result<Args, String> {
         match arg.as_str() {
             "--json" => a.json = true,
             "--compile-only" => a.compile_only = true,
+            "--ir" => a.ir = Some(value("a directory")?.into()),
             "--device" => a.device = Some(value("a name substring")?),
             "--filter" => a.filter = Some(value("a label substring")?),
             "--spin-limit" => a.spin_limit = value("a number")?.parse().map_err(|e| format!("--spin-limit: {e}"))?,
@@ -101,7 +110,7 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "-h" | "--help" => {
-                println!("usage: pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--compile-only]");
+                println!("usage: pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--compile-only] [--ir DIR]");
                 std::process::exit(0);
             }
             s if !s.starts_with('-') && a.device.is_none() => a.device = Some(s.to_string()),
@@ -480,8 +489,57 @@ fn version_string(v: u32) -> String {
     format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v))
 }
 
+/// Writes the internal representations of one executable into `dir` (file names from `stem`, the
+/// job's label, and the representation's name) and returns their names and files. The Vulkan two-call
+/// idiom takes three calls here: the count, the sizes, then the text into buffers of those sizes.
+///
+/// # Safety
+/// `info` names a live pipeline created with `CAPTURE_INTERNAL_REPRESENTATIONS_KHR`.
+unsafe fn internal_representations(
+    gpu: &Gpu,
+    info: &vk::PipelineExecutableInfoKHR<'_>,
+    dir: &std::path::Path,
+    stem: &str,
+) -> Result<Vec<Value>, String> {
+    let sized = gpu
+        .pep
+        .get_pipeline_executable_internal_representations(info)
+        .map_err(|e| format!("vkGetPipelineExecutableInternalRepresentationsKHR: {e}"))?;
+    let mut bufs: Vec<Vec<u8>> = sized.iter().map(|r| vec![0u8; r.data_size]).collect();
+    let mut reps: Vec<vk::PipelineExecutableInternalRepresentationKHR<'_>> = sized
+        .iter()
+        .zip(bufs.iter_mut())
+        .map(|(r, b)| vk::PipelineExecutableInternalRepresentationKHR {
+            data_size: r.data_size,
+            p_data: b.as_mut_ptr().cast(),
+            ..Default::default()
+        })
+        .collect();
+    let mut count = reps.len() as u32;
+    let fp = gpu.pep.fp().get_pipeline_executable_internal_representations_khr;
+    let r = fp(gpu.device.handle(), info, &mut count, reps.as_mut_ptr());
+    if r != vk::Result::SUCCESS && r != vk::Result::INCOMPLETE {
+        return Err(format!("vkGetPipelineExecutableInternalRepresentationsKHR: {r}"));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for (rep, buf) in reps.iter().zip(&bufs).take(count as usize) {
+        let name = c_str(&rep.name);
+        let safe: String = format!("{stem}-{name}")
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+            .collect();
+        let path = dir.join(format!("{safe}.txt"));
+        let len =
+            if rep.is_text == vk::TRUE { buf.iter().position(|&b| b == 0).unwrap_or(buf.len()) } else { buf.len() };
+        std::fs::write(&path, &buf[..len.min(rep.data_size)]).map_err(|e| format!("{}: {e}", path.display()))?;
+        out.push(json!({ "name": name, "text": rep.is_text == vk::TRUE, "bytes": rep.data_size, "file": path.display().to_string() }));
+    }
+    Ok(out)
+}
+
 /// Builds `job` on the device and returns its executables with their statistics as JSON.
-fn measure(gpu: &Gpu, job: &Job, policy: Policy) -> Result<Value, String> {
+fn measure(gpu: &Gpu, job: &Job, policy: Policy, ir: Option<&std::path::Path>) -> Result<Value, String> {
     let c = compile(job, policy, &gpu.caps)?;
     let d = &gpu.device;
     let max_group = c.bindings.iter().map(|b| b.0).max();
@@ -530,11 +588,14 @@ fn measure(gpu: &Gpu, job: &Job, policy: Policy) -> Result<Value, String> {
                 .stage(vk::ShaderStageFlags::COMPUTE)
                 .module(module)
                 .name(&entry);
-            let flags = if gpu.caps.statistics {
+            let mut flags = if gpu.caps.statistics {
                 vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
             } else {
                 vk::PipelineCreateFlags::empty()
             };
+            if gpu.caps.statistics && ir.is_some() {
+                flags |= vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR;
+            }
             let info = vk::ComputePipelineCreateInfo::default().flags(flags).stage(stage).layout(layout);
             pipeline = d
                 .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
@@ -561,11 +622,17 @@ fn measure(gpu: &Gpu, job: &Job, policy: Policy) -> Result<Value, String> {
                     .iter()
                     .map(|s| json!({ "name": c_str(&s.name), "value": stat_value(s), "description": c_str(&s.description) }))
                     .collect();
+                let mut irs = Vec::new();
+                if let Some(dir) = ir {
+                    let info = vk::PipelineExecutableInfoKHR::default().pipeline(pipeline).executable_index(i as u32);
+                    irs = internal_representations(gpu, &info, dir, &format!("{}-{}-{i}", job.label(), policy.name()))?;
+                }
                 out.push(json!({
                     "name": c_str(&ex.name),
                     "description": c_str(&ex.description),
                     "subgroup_size": ex.subgroup_size,
                     "statistics": list,
+                    "internal_representations": irs,
                 }));
             }
             Ok(json!(out))
@@ -646,7 +713,7 @@ fn main() -> ExitCode {
                 "defines": job.defines,
                 "policy": policy.name(),
             });
-            match measure(&gpu, &job, policy) {
+            match measure(&gpu, &job, policy, args.ir.as_deref()) {
                 Ok(Value::Object(m)) => {
                     if let Value::Object(r) = &mut row {
                         r.extend(m);
