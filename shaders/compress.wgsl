@@ -257,14 +257,15 @@ fn gather_word(i: u32, oc: u32, width: u32) -> u32 {
     if width == WIDTH_MIN {
         return gather_packed(i, oc, WIDTH_MIN);
     }
+    // Unpacked 8-bit values (16-bit ones returned above, so width 16 never reaches gather_packed).
     return gather_packed(i, oc, STORE_BITS);
 }
 
 // gather_word for a packed `width` (a constant at each call): slot j + k starts at bit
 // sh = k·width − o of the word, with (k − 1)·width < sh <= k·width since 0 <= o < width. Where
-// k·width < 32 the shift is always in range; otherwise sh >= 16 (widths 7..15) and the slot's 16-bit
-// value is shifted in two steps, which leaves nothing once sh >= 32 (a single WGSL shift by sh would
-// take sh mod 32): no per-slot test. Measured on the H200 (201M, ρ = 0.5 / 0.176 / 0.05, against the
+// k·width < 32 the shift is always in range; otherwise 16 <= sh <= 47 (for the widths that reach it:
+// 7, 8 and 15) and the slot's 16-bit value is shifted in two steps, which leaves nothing once
+// sh >= 32 (a single WGSL shift by sh would take sh mod 32): no per-slot test. Measured on the H200 (201M, ρ = 0.5 / 0.176 / 0.05, against the
 // runtime width with a test per slot): sign-packed BF16 compress 0.325 / 0.233 / 0.210 -> 0.311 / 0.230 /
 // 0.210 ms, e4m3 0.230 / 0.186 / 0.172 -> 0.204 / 0.177 / 0.168 (benches/results/ab-fifteenth).
 fn gather_packed(i: u32, oc: u32, width: u32) -> u32 {
