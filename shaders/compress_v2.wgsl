@@ -373,26 +373,9 @@ fn compress(
     if p.sign_pack != 0u && signs != 0u {
         atomicOr(&out[HDR_STATUS], SIGN_BIT_SET);
     }
-#if BITS32
-    let s = wg_scan(pack_counts(m), li, sg_lane, sg_size);
-    let excl8 = unpack_rounds(s.excl);
-    let total8 = unpack_rounds(s.total);
-    var starts: array<u32, 8>;
-    var k = 0u;
-    for (var r = 0u; r < 8u; r++) {
-        starts[r] = excl8[r] + k;
-        k += total8[r];
-    }
-#else
-#if BITS8
-    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
-#else
-    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
-#endif
-    let s = wg_scan(counts, li, sg_lane, sg_size);
-    let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
-    let k = s.total.x + s.total.y + s.total.z + s.total.w;
-#endif
+    let rs = round_starts(m, li, sg_lane, sg_size);
+    let starts = rs.starts;
+    let k = rs.total;
 
     // The encoding, chosen as cpu::v2::encode_tile chooses it (the scan's barriers published the
     // exponent range), and the tile's words claimed.

@@ -274,27 +274,8 @@ fn decompress(
         }
         m[r] = bits;
     }
-#if BITS32
-    let s = wg_scan(pack_counts(m), li, sg_lane, sg_size);
     // Round r's first value: this thread's exclusive prefix in round r plus the totals of rounds < r.
-    let excl8 = unpack_rounds(s.excl);
-    let total8 = unpack_rounds(s.total);
-    var starts: array<u32, 8>;
-    var before = 0u;
-    for (var r = 0u; r < 8u; r++) {
-        starts[r] = excl8[r] + before;
-        before += total8[r];
-    }
-#else
-#if BITS8
-    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
-#else
-    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
-#endif
-    let s = wg_scan(counts, li, sg_lane, sg_size);
-
-    let starts = s.excl + vec4<u32>(0u, s.total.x, s.total.x + s.total.y, s.total.x + s.total.y + s.total.z);
-#endif
+    let starts = round_starts(m, li, sg_lane, sg_size).starts;
     // Every round's stream words are loaded before any round is decoded; in the fused backward, whose
     // g loads and activation math need registers too, two rounds at a time (both measured fastest).
     var xs: array<vec4<u32>, ROUNDS>;

@@ -169,3 +169,44 @@ fn logical_index(lid: u32, sg_id: u32, sg_lane: u32, sg_size: u32) -> u32 {
     return lid;
 #endif
 }
+
+// Each round's first value in the tile for this thread (its exclusive prefix in the round plus the
+// totals of the earlier rounds), and the tile's value count, from its mask bits `m`: one wg_scan (so
+// the same rule: uniform control flow, at most once per workgroup). The decompress and the
+// version-2 writer both start from it.
+#if BITS32
+struct RoundStarts {
+    starts: array<u32, 8>,
+    total: u32,
+}
+
+fn round_starts(m: array<u32, ROUNDS>, li: u32, sg_lane: u32, sg_size: u32) -> RoundStarts {
+    let s = wg_scan(pack_counts(m), li, sg_lane, sg_size);
+    let excl8 = unpack_rounds(s.excl);
+    let total8 = unpack_rounds(s.total);
+    var out: RoundStarts;
+    var before = 0u;
+    for (var r = 0u; r < 8u; r++) {
+        out.starts[r] = excl8[r] + before;
+        before += total8[r];
+    }
+    out.total = before;
+    return out;
+}
+#else
+struct RoundStarts {
+    starts: vec4<u32>,
+    total: u32,
+}
+
+fn round_starts(m: array<u32, ROUNDS>, li: u32, sg_lane: u32, sg_size: u32) -> RoundStarts {
+#if BITS8
+    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), 0u, 0u);
+#else
+    let counts = vec4<u32>(countOneBits(m[0]), countOneBits(m[1]), countOneBits(m[2]), countOneBits(m[3]));
+#endif
+    let s = wg_scan(counts, li, sg_lane, sg_size);
+    let t = s.total;
+    return RoundStarts(s.excl + vec4<u32>(0u, t.x, t.x + t.y, t.x + t.y + t.z), t.x + t.y + t.z + t.w);
+}
+#endif
