@@ -20,6 +20,7 @@ pub fn tests() -> Vec<Test> {
     vec![
         vulkan_test!(v2_gpu_compress_matrix),
         vulkan_test!(v2_gpu_compress_relu2_every_encoding),
+        vulkan_test!(v2_gpu_compress_extreme_exponent_tiles),
         vulkan_test!(v2_gpu_compress_2d_grid),
         vulkan_test!(v2_gpu_compress_sign_bit_and_errors),
         vulkan_test!(v2_gpu_compress_host_pieces),
@@ -163,6 +164,55 @@ fn relu2_every_encoding(ctx: &GpuContext, codec: &Codec) {
     }
     assert!(seen.iter().all(|&c| c > 0), "every encoding must occur: {seen:?}");
     assert!(coded > 0, "no exponent-coded tile");
+}
+
+/// Tiles whose nonzeros sit at the ends of the exponent field: only the all-ones magnitude (NaN
+/// payloads: the smallest magnitude is then 0x7fff, which the writer's range must not take for "no
+/// nonzero"), only −0.0 (exponent 0, magnitude 0), only the smallest subnormal, both ends at once
+/// (plain values), and two neighbours of one exponent (eb = 0); each at one nonzero (positions), about
+/// a third (mask) and every element (raw), for every dtype and sign mode, both stagings of the writer.
+fn v2_gpu_compress_extreme_exponent_tiles(ctx: GpuContext) {
+    let words =
+        Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Words), ..Default::default() }).unwrap();
+    for codec in [Codec::new(&ctx.device).unwrap(), words] {
+        for dtype in DType::ALL {
+            let bits = dtype.bits();
+            let sign = 1u32 << (bits - 1);
+            let mag = sign - 1;
+            let one = 1u32 << dtype.mantissa_bits(); // exponent 1, mantissa 0
+            let sets: [&[u32]; 6] =
+                [&[mag], &[mag | sign], &[sign], &[1], &[1, mag, sign | 1], &[one, one | 1, sign | one]];
+            for sign_pack in [false, true] {
+                let sets: Vec<Vec<u32>> = sets
+                    .iter()
+                    .map(|set| set.iter().copied().filter(|v| !sign_pack || v & sign == 0).collect::<Vec<u32>>())
+                    .filter(|set| !set.is_empty())
+                    .collect();
+                let tiles = sets.len() * 3;
+                let n = tiles * 4096 - 37; // the last tile partial
+                let eb = dtype.bytes() as usize;
+                let mut bytes = vec![0u8; n * eb];
+                let mut x = 12345u64;
+                for i in 0..n {
+                    let t = i / 4096;
+                    let set = &sets[t / 3];
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let r = (x >> 33) as u32;
+                    let keep = match t % 3 {
+                        0 => i % 4096 == 1234,
+                        1 => r % 3 == 0,
+                        _ => true,
+                    };
+                    if keep {
+                        let v = set[(r as usize / 3) % set.len()];
+                        bytes[i * eb..(i + 1) * eb].copy_from_slice(&v.to_le_bytes()[..eb]);
+                    }
+                }
+                let what = format!("extreme exponents {dtype} sign_pack={sign_pack}");
+                check(&ctx, &codec, &bytes, dtype, Options { sign_pack }, &what);
+            }
+        }
+    }
 }
 
 /// More tiles than the (lowered) workgroup limit per dimension: a 2-D grid.
