@@ -24,8 +24,11 @@
 // positions tile (at most 1023 nonzeros) always takes one pass, and its Elias–Fano low parts and upper
 // vector are OR-ed into zeroed workgroup words (`wg_ef`) with a few atomics per thread and round. The
 // exponent range of 16-bit elements is taken on both halves of a word at once (magnitudes, no per-element
-// select). Without STAGE16 (and for F32 always), bits are OR-ed into place in workgroup memory (`stage`)
-// with atomics, thread 0 chooses the encoding, and the tile's elements stay in registers.
+// select). Measured on the H200 (201M BF16, ρ = 0.5 / 0.176 / 0.05 / 0.01): 0.790 / 0.978 / 0.763 / 0.623
+// ms before, 0.415 / 0.411 / 0.345 / 0.294 now (version 1's unordered compress 0.252 / 0.202 / 0.193 /
+// 0.186; docs/PERFORMANCE.md, sixteenth session). Without STAGE16 (and for F32 always), bits are OR-ed
+// into place in workgroup memory (`stage`) with atomics, thread 0 chooses the encoding, and the tile's
+// elements stay in registers.
 //
 // Defines: BITS32 / BITS8 (else 16-bit elements), SUBGROUP (lib/tile.wgsl), STAGE16.
 
@@ -193,24 +196,15 @@ const GATHER_MAX: u32 = (2u * W_MIN + 30u) / W_MIN;
 // after the last value let the gather read past it without a bound test.
 const STAGE_VALUES: u32 = WG * EPV + CARRY_MAX;
 const STAGE_SLOTS: u32 = STAGE_VALUES + GATHER_MAX - 1u;
-// A positions tile (one pass, at most 1023 values after at most CARRY_MAX zero slots) also stages each
-// value's Elias–Fano low part, at LOW_BASE + its code's slot, with LOW_PAD zero slots after the last
-// (a gather of 2-bit fields reads 16 past its first).
-const LOW_BASE: u32 = STAGE_SLOTS;
-const LOW_PAD: u32 = 16u;
-const LOW_SLOTS: u32 = 1023u + CARRY_MAX + LOW_PAD;
-// ... and (UPPER_SLOTS) the bit of its upper-vector one, (p >> L) + rank, at UP_BASE + the same slot.
-const UP_BASE: u32 = LOW_BASE + LOW_SLOTS;
-const UP_SLOTS: u32 = 1023u + CARRY_MAX;
-const ALL_SLOTS: u32 = UP_BASE + UP_SLOTS;
-var<workgroup> stage16: array<u16, ALL_SLOTS>;
-// A positions tile's Elias–Fano upper vector (with its low parts fewer bits than its mask: at most 128
+var<workgroup> stage16: array<u16, STAGE_SLOTS>;
+// A positions tile's Elias–Fano low parts and upper vector (fewer bits than its mask: at most 128
 // words, plus the word its codes start in), zeroed at the start.
 const EF_WORDS: u32 = TILE_MASK_WORDS + 1u;
 var<workgroup> wg_ef: array<atomic<u32>, EF_WORDS>;
 var<workgroup> wg_start: u32;
 
-override ABL: u32 = 0u;
+// Elias–Fano low bits from which a positions tile's fields are built value by value (ρ <= 1/8).
+const SPARSE_L: u32 = 3u;
 const MAG: u32 = ELEM_MASK >> 1u;
 const SIGN: u32 = ELEM_MASK ^ MAG;
 
@@ -234,37 +228,28 @@ fn code_elem(v: u32, cd: Coder) -> u32 {
     return ((v & MAG) - cd.emin_sh) | ((v & cd.smask) >> cd.sdown);
 }
 
-// Stages the codes of the elements of word `w` selected by `bits` at slots `slot`, `slot + 1`, ...,
-// and where `ef` (a constant at each call) their positions' low bits (`lmask`; the word's first element
-// at tile position `pos0`) at LOW_BASE + the same slots; returns the slot after them.
-fn stage_word(w: u32, bits: u32, slot: u32, cd: Coder, ef: bool, pos0: u32, lmask: u32, ush: vec2<u32>) -> u32 {
+// Stages the codes of the elements of word `w` selected by `bits` at slots `slot`, `slot + 1`, ...;
+// returns the slot after them.
+fn stage_word(w: u32, bits: u32, slot: u32, cd: Coder) -> u32 {
     var s = slot;
     for (var e = 0u; e < EPW; e++) {
         if ((bits >> e) & 1u) != 0u {
             stage16[s] = u16(code_elem((w >> (e * BITS)) & ELEM_MASK, cd));
-            if ef {
-                stage16[LOW_BASE + s] = u16((pos0 + e) & lmask);
-                if (ABL & 32u) != 0u {
-                    // ush = (L, d): the upper bit (p >> L) + rank, rank = s - d.
-                    stage16[UP_BASE + s] = u16(((pos0 + e) >> ush.x) + s - ush.y);
-                }
-            }
             s += 1u;
         }
     }
     return s;
 }
 
-// Stages the elements of vec `q` of tile `t` that `sel` selects (read again, from the cache) at slots
-// `slot`, `slot + 1`, ... (stage_word).
-fn stage_round(t: u32, q: u32, sel: u32, slot: u32, cd: Coder, ef: bool, lmask: u32, ush: vec2<u32>) {
+// Stages the codes of the elements of vec `q` of tile `t` that `sel` selects (read again, from the
+// cache) at slots `slot`, `slot + 1`, ...
+fn stage_round(t: u32, q: u32, sel: u32, slot: u32, cd: Coder) {
     let v = load_vec(t, q);
     let b = word_bits(sel);
-    let p0 = q * EPV;
-    var k = stage_word(v.x, b.x, slot, cd, ef, p0, lmask, ush);
-    k = stage_word(v.y, b.y, k, cd, ef, p0 + EPW, lmask, ush);
-    k = stage_word(v.z, b.z, k, cd, ef, p0 + 2u * EPW, lmask, ush);
-    stage_word(v.w, b.w, k, cd, ef, p0 + 3u * EPW, lmask, ush);
+    var k = stage_word(v.x, b.x, slot, cd);
+    k = stage_word(v.y, b.y, k, cd);
+    k = stage_word(v.z, b.z, k, cd);
+    stage_word(v.w, b.w, k, cd);
 }
 
 // The extent of the staging pass that starts at round `r0` with `start` slots already taken: round `r0`
@@ -286,7 +271,7 @@ fn pass_extent(totals: array<u32, 4>, r0: u32, start: u32) -> vec2<u32> {
 // counts per round and each thread's first in its round), then the zero slots after them. Returns (the
 // round after the pass, the slots staged).
 fn stage_pass(t: u32, li: u32, lid: u32, sel: array<u32, ROUNDS>, totals: array<u32, 4>, excl: array<u32, 4>,
-              r0: u32, kc: u32, cv: array<u32, CARRY_MAX>, cd: Coder, ef: bool, lmask: u32, ush: vec2<u32>) -> vec2<u32> {
+              r0: u32, kc: u32, cv: array<u32, CARRY_MAX>, cd: Coder) -> vec2<u32> {
     let extent = pass_extent(totals, r0, kc);
     let r1 = extent.x;
     let n = extent.y;
@@ -294,11 +279,7 @@ fn stage_pass(t: u32, li: u32, lid: u32, sel: array<u32, ROUNDS>, totals: array<
     for (var r = 0u; r < ROUNDS; r++) {
         if r >= r0 && r < r1 {
             if sel[r] != 0u {
-                if ef {
-                    stage_round(t, r * WG + li, sel[r], acc + excl[r], cd, true, lmask, ush);
-                } else {
-                    stage_round(t, r * WG + li, sel[r], acc + excl[r], cd, false, 0u, vec2<u32>(0u));
-                }
+                stage_round(t, r * WG + li, sel[r], acc + excl[r], cd);
             }
             acc += totals[r];
         }
@@ -313,9 +294,6 @@ fn stage_pass(t: u32, li: u32, lid: u32, sel: array<u32, ROUNDS>, totals: array<
     if lid < GATHER_MAX - 1u {
         stage16[n + lid] = u16(0u);
     }
-    if ef && lid < LOW_PAD {
-        stage16[LOW_BASE + n + lid] = u16(0u);
-    }
     return vec2<u32>(r1, n);
 }
 
@@ -324,14 +302,9 @@ fn stage_pass(t: u32, li: u32, lid: u32, sel: array<u32, ROUNDS>, totals: array<
 // bit sh = k·width − o of the word, (k − 1)·width < sh <= k·width; where k·width >= 32, 17 <= sh <= 46
 // and the slot is shifted in two steps, which leaves nothing once sh >= 32 (version 1's gather_packed).
 fn gather_packed(i: u32, oc: u32, width: u32) -> u32 {
-    return gather_at(0u, i, oc, width);
-}
-
-// gather_packed of the slots from `s0` on.
-fn gather_at(s0: u32, i: u32, oc: u32, width: u32) -> u32 {
     let b = i * 32u + oc;
-    let j = s0 + b / width;
-    let o = b - (j - s0) * width;
+    let j = b / width;
+    let o = b - j * width;
     var w = u32(stage16[j]) >> o;
     for (var k = 1u; k < (2u * width + 30u) / width; k++) {
         let x = u32(stage16[j + k]);
@@ -347,9 +320,6 @@ fn gather_at(s0: u32, i: u32, oc: u32, width: u32) -> u32 {
 
 // gather_packed for the tile's width (uniform), one constant width per branch.
 fn gather_word(i: u32, oc: u32, width: u32) -> u32 {
-    if (ABL & 4u) != 0u {
-        return gather_packed(i, oc, width);
-    }
     var w = 0u;
     switch width {
 #if BITS8
@@ -376,62 +346,6 @@ fn gather_word(i: u32, oc: u32, width: u32) -> u32 {
     return w;
 }
 
-// Word `i` of a positions tile's low parts (`k` fields of `l` bits, staged from slot LOW_BASE + `d`,
-// zero slots after them), `l` a constant in each branch where it is common.
-fn lows_word(i: u32, l: u32, k: u32, d: u32) -> u32 {
-    let s0 = LOW_BASE + d;
-    switch l {
-        case 2u: { return gather_at(s0, i, 0u, 2u); }
-        case 3u: { return gather_at(s0, i, 0u, 3u); }
-        case 4u: { return gather_at(s0, i, 0u, 4u); }
-        case 5u: { return gather_at(s0, i, 0u, 5u); }
-        case 6u: { return gather_at(s0, i, 0u, 6u); }
-        default: {}
-    }
-    // Any other width (1 in short tiles, 7 and up below ρ = 1/128): field by field.
-    let b = i * 32u;
-    let j = b / l;
-    var w = u32(stage16[min(s0 + j, ALL_SLOTS - 1u)]) >> (b - j * l);
-    var at = (j + 1u) * l - b;
-    var f = j + 1u;
-    loop {
-        if at >= 32u || f >= k {
-            break;
-        }
-        w |= u32(stage16[min(s0 + f, ALL_SLOTS - 1u)]) << at;
-        at += l;
-        f += 1u;
-    }
-    return w;
-}
-
-// The bits of a positions tile's upper vector (from tile bit `u0`: one at u0 + u_j for each rank j < k,
-// u_j staged increasing from slot UP_BASE + `d`) that fall into its data word `i`: the first rank at or
-// past the word by a binary search of constant trip count, then the word's ones in turn.
-fn upper_word(i: u32, u0: u32, k: u32, d: u32) -> u32 {
-    let b = i * 32u;
-    let s0 = UP_BASE + d;
-    var j = 0u;
-    for (var step = 512u; step >= 1u; step >>= 1u) {
-        if j + step <= k && u0 + u32(stage16[min(s0 + j + step - 1u, ALL_SLOTS - 1u)]) < b {
-            j += step;
-        }
-    }
-    var w = 0u;
-    loop {
-        if j >= k {
-            break;
-        }
-        let at = u0 + u32(stage16[min(s0 + j, ALL_SLOTS - 1u)]);
-        if at >= b + 32u {
-            break;
-        }
-        w |= 1u << (at - b);
-        j += 1u;
-    }
-    return w;
-}
-
 // ORs `val` (its bits from 0 up to `width`) into the Elias–Fano words at bit `bit`.
 fn put_ef(bit: u32, val: u32, width: u32) {
     if val == 0u {
@@ -448,11 +362,6 @@ fn put_ef(bit: u32, val: u32, width: u32) {
     }
 }
 
-// The two halves of `w` (low first).
-fn halves(w: u32) -> vec2<u16> {
-    return vec2<u16>(u16(w & 0xffffu), u16(w >> 16u));
-}
-
 // The lanes of a vec4 of 16-bit elements that `bits` (element i of the vec at bit i) selects.
 fn lanes16(bits: u32) -> vec4<u32> {
     var m = vec4<u32>(0u);
@@ -461,6 +370,13 @@ fn lanes16(bits: u32) -> vec4<u32> {
             | select(0u, 0xffff0000u, (bits & (2u << (2u * k))) != 0u);
     }
     return m;
+}
+
+// The low parts (two bits each, in order) of the set bits of nibble `n`: a 16-entry table of bytes.
+fn nibble_lows(n: u32) -> u32 {
+    let t = select(select(0x04010000u, 0x24090802u, (n & 4u) != 0u), select(0x340d0c03u, 0xe439380eu, (n & 4u) != 0u),
+                   (n & 8u) != 0u);
+    return (t >> ((n & 3u) * 8u)) & 0xffu;
 }
 
 // Elias–Fano low bits without a division: the largest L with k · 2^L <= len (1 <= k <= len).
@@ -562,18 +478,11 @@ fn compress(
     var kmin_hi = 0xffffffffu;
     var mmax_lo = 0u;
     var mmax_hi = 0u;
-    var kmin2 = vec2<u16>(u16(0xffffu));
-    var mmax2 = vec2<u16>(u16(0u));
 #endif
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
-        var x = load_vec(tile, q);
+        let x = load_vec(tile, q);
         let valid = valid_bits(tile, q);
-#if !BITS8
-        if tile >= p.full_tiles {
-            x &= lanes16(valid); // a partial tile's last word may hold an element past the tensor
-        }
-#endif
         let mr = nz_bits(x) & valid;
         m[r] = mr;
         if p.sign_pack != 0u {
@@ -589,46 +498,32 @@ fn compress(
         lo = rg.x;
         hi = rg.y;
 #else
-        let mags = x & vec4<u32>(0x7fff7fffu);
+        var xv = x;
+        if tile >= p.full_tiles {
+            xv &= lanes16(valid); // a partial tile's last word may hold an element past the tensor
+        }
+        let mags = xv & vec4<u32>(0x7fff7fffu);
         // Bit 15 / 31 of `f` set where the element is not all zero (nz_flags16); a zero element's key
         // gets bit 15 of its half, above every magnitude, so it drops out of the min (-0.0 stays, as
         // magnitude 0).
-        let f = nz_flags16(x); // as in nz_bits above
+        let f = nz_flags16(xv);
         let keys = mags | (f ^ vec4<u32>(0x80008000u));
-        if (ABL & 8u) != 0u {
-            // Both halves at once as a vec2<u16> (a packed min / max where the device has one).
-            let k2 = min(min(halves(keys.x), halves(keys.y)),
-                         min(halves(keys.z), halves(keys.w)));
-            kmin2 = min(kmin2, k2);
-            let m2 = max(max(halves(mags.x), halves(mags.y)),
-                         max(halves(mags.z), halves(mags.w)));
-            mmax2 = max(mmax2, m2);
-        } else {
         let kl = keys & vec4<u32>(0xffffu);
         kmin_lo = min(kmin_lo, min(min(kl.x, kl.y), min(kl.z, kl.w)));
         kmin_hi = min(kmin_hi, min(min(keys.x, keys.y), min(keys.z, keys.w)));
         let ml = mags & vec4<u32>(0xffffu);
         mmax_lo = max(mmax_lo, max(max(ml.x, ml.y), max(ml.z, ml.w)));
         mmax_hi = max(mmax_hi, max(max(mags.x, mags.y), max(mags.z, mags.w)));
-        }
 #endif
         if mr != 0u {
             atomicOr(&wg_mask[mask_word_of(r, li)], mr << mask_shift_of(li));
         }
     }
 #if !BITS8
-    var kmin = min(kmin_lo, kmin_hi >> 16u);
-    if (ABL & 8u) != 0u {
-        kmin = u32(min(kmin2.x, kmin2.y));
-        mmax_lo = u32(max(mmax2.x, mmax2.y));
-    }
+    let kmin = min(kmin_lo, kmin_hi >> 16u);
     var lo = select(kmin >> p.mbits, 0xffffffffu, kmin >= 0x8000u);
     var hi = max(mmax_lo, mmax_hi >> 16u) >> p.mbits;
 #endif
-    if (ABL & 1u) != 0u {
-        lo = 100u;
-        hi = 131u;
-    }
 #if SUBGROUP
     // One pair of workgroup atomics per subgroup instead of per thread.
     lo = subgroupMin(lo);
@@ -665,7 +560,7 @@ fn compress(
         atomicStore(&out[p.dir_idx + tile], start);
         wg_start = start;
     }
-    if ch.enc == ENC_EMPTY || (ABL & 16u) != 0u {
+    if ch.enc == ENC_EMPTY {
         return;
     }
     let width = ch.width;
@@ -681,10 +576,45 @@ fn compress(
         }
     }
 
-    // A positions tile's upper vector (bit (p >> L) + rank from bit k·L): a thread's bits of a round, in
-    // unary per bucket from its mask bits, OR-ed in as one word. (The low parts are staged with the codes.)
-    if ch.enc == ENC_POSITIONS && (ABL & 34u) == 0u {
+    // A positions tile's low parts (at bit rank·L) and upper vector (bit (p >> L) + rank from bit k·L),
+    // OR-ed into zeroed workgroup words.
+    if ch.enc == ENC_POSITIONS && ch.l >= SPARSE_L {
+        // At ρ <= 1/8 a thread has a few nonzeros in its four rounds: all of them in one loop, each field
+        // OR-ed in (the per-round form below runs in every warp and round where a lane has one).
+        // Measured on the H200 (201M BF16, against the per-round form): 0.448 -> 0.392 ms at ρ = 0.1,
+        // 0.409 -> 0.346 at 0.05, 0.377 -> 0.314 at 0.02, 0.356 -> 0.294 at 0.01; from L = 2 (ρ = 0.176)
+        // it was slower, 0.411 -> 0.435 (docs/PERFORMANCE.md, sixteenth session).
         let l = ch.l;
+        let lmask = (1u << l) - 1u;
+        let u0 = k * l;
+#if BITS8
+        let all = m[0] | (m[1] << 16u);
+        let first = vec4<u32>(excl[0], totals[0] + excl[1], 0u, 0u);
+#else
+        let all = m[0] | (m[1] << 8u) | (m[2] << 16u) | (m[3] << 24u);
+        let first = vec4<u32>(excl[0], totals[0] + excl[1], totals[0] + totals[1] + excl[2],
+                              totals[0] + totals[1] + totals[2] + excl[3]);
+#endif
+        var bits = all;
+        loop {
+            if bits == 0u {
+                break;
+            }
+            let e = firstTrailingBit(bits);
+            bits &= bits - 1u;
+            let r = e / EPV;
+            let el = e % EPV;
+            let pos = (r * WG + li) * EPV + el;
+            let start = select(select(first.x, first.y, r == 1u), select(first.z, first.w, r == 3u), r >= 2u);
+            let rank = start + countOneBits((all >> (r * EPV)) & ((1u << el) - 1u));
+            put_ef(rank * l, pos & lmask, l);
+            put_ef(u0 + (pos >> l) + rank, 1u, 1u);
+        }
+    } else if ch.enc == ENC_POSITIONS {
+        // L = 2 (and below in short tiles): a thread's fields of a round built in one word each from its
+        // mask bits.
+        let l = ch.l;
+        let lmask = (1u << l) - 1u;
         let u0 = k * l;
         var before = 0u;
         for (var r = 0u; r < ROUNDS; r++) {
@@ -693,21 +623,25 @@ fn compress(
             before += totals[r];
             if mr != 0u {
                 let p0 = (r * WG + li) * EPV;
+                let pc = countOneBits(mr);
                 var up = 0u;
-                if l >= 2u {
-                    // Buckets of 2^L >= 4 elements (p0 is a multiple of EPV): each its count in unary
-                    // and a zero.
-                    let bs = min(1u << l, EPV);
+                var lows = 0u;
+                if l == 2u {
+                    // Buckets of four elements, a nibble of the mask each: its count in unary and a
+                    // zero; its low parts from a table.
                     var off = 0u;
+                    var lb = 0u;
                     for (var b = 0u; b < EPV / 4u; b++) {
-                        if b * bs < EPV {
-                            let c = countOneBits((mr >> (b * bs)) & (0xffffffffu >> (32u - bs)));
-                            up |= ((1u << c) - 1u) << off;
-                            off += c + 1u;
-                        }
+                        let nib = (mr >> (4u * b)) & 15u;
+                        let c = countOneBits(nib);
+                        up |= ((1u << c) - 1u) << off;
+                        off += c + 1u;
+                        lows |= nibble_lows(nib) << lb;
+                        lb += 2u * c;
                     }
                 } else {
-                    // L < 2 (only in short partial tiles, whose mask is padded to a word): bit by bit.
+                    // L < 2 (only in short partial tiles, whose mask is padded to a word): each set bit
+                    // in turn.
                     var bits = mr;
                     var t = 0u;
                     loop {
@@ -717,9 +651,11 @@ fn compress(
                         let pos = p0 + firstTrailingBit(bits);
                         bits &= bits - 1u;
                         up |= 1u << (((pos >> l) - (p0 >> l)) + t);
+                        lows |= (pos & lmask) << (t * l);
                         t += 1u;
                     }
                 }
+                put_ef(rank0 * l, lows, min(pc * l, 32u));
                 put_ef(u0 + (p0 >> l) + rank0, up, 32u);
             }
         }
@@ -732,34 +668,25 @@ fn compress(
     let c = ch.values & 31u;
     let d = (c + width - 1u) / width;
     var cv: array<u32, CARRY_MAX>; // values carried to the next pass (thread 0 only); zeros first
-    let ef = ch.enc == ENC_POSITIONS;
-    let lmask = (1u << ch.l) - 1u;
-    var staged = stage_pass(tile, li, lid, sel, totals, excl, 0u, d, cv, cd, ef, lmask, vec2<u32>(ch.l, d));
+    var staged = stage_pass(tile, li, lid, sel, totals, excl, 0u, d, cv, cd);
     var oc = d * width - c;
 
     // The claimed place reaches every thread; the uniform load is also the barrier that publishes the
     // staged slots, the mask and the Elias–Fano words.
     let base = p.data_idx + workgroupUniformLoad(&wg_start);
-    let lows = k * ch.l; // bits of the low parts
     for (var i = lid; i < pre; i += WG) {
         var w = 0u;
         if ch.enc == ENC_MASK {
             w = atomicLoad(&wg_mask[i]);
         } else {
-            if (ABL & 32u) != 0u {
-                if i * 32u + 32u > lows {
-                    w = upper_word(i, lows, k, d);
-                }
-            } else {
-                w = atomicLoad(&wg_ef[i]);
-            }
-            if i * 32u < lows {
-                w |= lows_word(i, ch.l, k, d);
-            }
+            w = atomicLoad(&wg_ef[i]);
         }
         atomicStore(&out[base + i], w);
     }
-
+    var merge = 0u;
+    if c != 0u {
+        merge = atomicLoad(&wg_ef[min(pre, EF_WORDS - 1u)]);
+    }
     // Each pass's complete words (all of them after the last pass) gathered and stored; the values of a
     // partial last word carried to the next pass.
     var wout = pre; // data words stored by earlier passes
@@ -771,16 +698,8 @@ fn compress(
         let n_store = select(full, (bits + 31u) >> 5u, last);
         for (var i = lid; i < n_store; i += WG) {
             var w = gather_word(i, oc, width);
-            if wout + i == pre && c != 0u {
-                // The word the codes start in also holds the last Elias–Fano bits.
-                if (ABL & 32u) != 0u {
-                    w |= upper_word(pre, lows, k, d);
-                } else {
-                    w |= atomicLoad(&wg_ef[min(pre, EF_WORDS - 1u)]);
-                }
-                if pre * 32u < lows {
-                    w |= lows_word(pre, ch.l, k, d);
-                }
+            if wout + i == pre {
+                w |= merge;
             }
             atomicStore(&out[base + wout + i], w);
         }
@@ -798,7 +717,7 @@ fn compress(
         workgroupBarrier();
         oc = b - j0 * width;
         wout += full;
-        staged = stage_pass(tile, li, lid, sel, totals, excl, staged.x, n - j0, cv, cd, false, 0u, vec2<u32>(0u));
+        staged = stage_pass(tile, li, lid, sel, totals, excl, staged.x, n - j0, cv, cd);
         workgroupBarrier();
     }
 }
