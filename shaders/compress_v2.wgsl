@@ -22,7 +22,8 @@
 // by rank in passes of at most a round's values, and each stream word is gathered from the slots by one
 // thread with the code width a constant in each branch of a switch (a tile's width is uniform); a
 // positions tile (at most 1023 nonzeros) always takes one pass, and its Elias–Fano low parts and upper
-// vector are OR-ed into zeroed workgroup words (`wg_ef`) with a few atomics per thread and round. The
+// vector are OR-ed into zeroed workgroup words (`wg_ef`): per thread and round from its mask bits where
+// L = 2, value by value where L >= 3 (few values a thread). The
 // exponent range of 16-bit elements is taken on both halves of a word at once (magnitudes, no per-element
 // select). Measured on the H200 (201M BF16, ρ = 0.5 / 0.176 / 0.05 / 0.01): 0.790 / 0.978 / 0.763 / 0.623
 // ms before, 0.415 / 0.411 / 0.345 / 0.294 now (version 1's unordered compress 0.252 / 0.202 / 0.193 /
