@@ -144,9 +144,10 @@ fn code_width(eb: u32) -> u32 {
     return (1u - p.sign_pack) + eb + p.mbits;
 }
 
-// Elias–Fano low bits: the largest L with k · 2^L <= len (k >= 1).
+// Elias–Fano low bits, without a division: the largest L with k · 2^L <= len (1 <= k <= len).
 fn low_bits(k: u32, len: u32) -> u32 {
-    return firstLeadingBit(len / k);
+    let l = firstLeadingBit(len) - firstLeadingBit(k);
+    return select(l, l - 1u, (k << l) > len);
 }
 
 // A tile's worst case: its mask and every value plain (format::v2::tile_capacity_words).
@@ -176,6 +177,81 @@ fn word_range(w: u32, bits: u32, r: vec2<u32>) -> vec2<u32> {
         o = select(o, vec2<u32>(min(o.x, x), max(o.y, x)), ((bits >> e) & 1u) != 0u);
     }
     return o;
+}
+
+// word_range over the four words of vec `x`, `mr` its element bits.
+fn vec_range(x: vec4<u32>, mr: u32, r: vec2<u32>) -> vec2<u32> {
+    let b = word_bits(mr);
+    var rg = word_range(x.x, b.x, r);
+    rg = word_range(x.y, b.y, rg);
+    rg = word_range(x.z, b.z, rg);
+    return word_range(x.w, b.w, rg);
+}
+
+// Folds a thread's exponent range (lo, hi; lo > hi: none) into the tile's (`wg_lo`, `wg_hi`): one pair
+// of workgroup atomics per subgroup where there are subgroups.
+fn publish_range(lo: u32, hi: u32, sg_lane: u32) {
+#if SUBGROUP
+    let slo = subgroupMin(lo);
+    let shi = subgroupMax(hi);
+    if sg_lane == 0u && shi >= slo {
+        atomicMin(&wg_lo, slo);
+        atomicMax(&wg_hi, shi);
+    }
+#else
+    if hi >= lo {
+        atomicMin(&wg_lo, lo);
+        atomicMax(&wg_hi, hi);
+    }
+#endif
+}
+
+// A tile's encoding, as cpu::v2::encode_tile chooses it.
+struct Choice {
+    desc: u32,
+    enc: u32,
+    code: vec2<u32>, // (eb, emin)
+    width: u32,      // bits per value code
+    l: u32,          // Elias–Fano low bits
+    values: u32,     // bit of the first code in the tile's data
+    words: u32,      // the tile's data words
+}
+
+fn choose(k: u32, len: u32, rlo: u32, rhi: u32) -> Choice {
+    if k == 0u {
+        return Choice(ENC_EMPTY | (PLAIN << 2u), ENC_EMPTY, vec2<u32>(PLAIN, 0u), 0u, 0u, 0u, 0u);
+    }
+    let code = value_code(rlo, rhi);
+    let w = code_width(code.x);
+    let cap = capacity_words(len);
+    let mwords = (len + 31u) / 32u;
+    var c = Choice(0u, ENC_MASK, code, w, 0u, mwords * 32u, mwords + (k * w + 31u) / 32u);
+    let ll = low_bits(k, len);
+    let ef_bits = k * ll + k + ((len - 1u) >> ll) + 1u;
+    let ef = (ef_bits + k * w + 31u) / 32u;
+    // (k < 1024 always holds when positions are smaller than the mask, len <= 4096; STAGE16's single
+    // pass of a positions tile relies on it.)
+    if ef <= cap && ef < c.words && k < 1024u {
+        c.enc = ENC_POSITIONS;
+        c.words = ef;
+        c.l = ll;
+        c.values = ef_bits;
+    }
+    // Raw codes every element, zeros too (exponent 0 when the tile has any).
+    let rcode = value_code(select(rlo, 0u, k < len), rhi);
+    let rwidth = code_width(rcode.x);
+    let rw = (len * rwidth + 31u) / 32u;
+    if rw <= cap && rw < c.words {
+        c.enc = ENC_RAW;
+        c.words = rw;
+        c.code = rcode;
+        c.width = rwidth;
+        c.l = 0u;
+        c.values = 0u;
+    }
+    let count = select(k, len, c.enc == ENC_RAW);
+    c.desc = c.enc | (c.code.x << 2u) | (c.code.y << 6u) | (count << 14u);
+    return c;
 }
 
 #if STAGE16
@@ -380,60 +456,6 @@ fn nibble_lows(n: u32) -> u32 {
     return (t >> ((n & 3u) * 8u)) & 0xffu;
 }
 
-// Elias–Fano low bits without a division: the largest L with k · 2^L <= len (1 <= k <= len).
-fn low_bits_fast(k: u32, len: u32) -> u32 {
-    let l = firstLeadingBit(len) - firstLeadingBit(k);
-    return select(l, l - 1u, (k << l) > len);
-}
-
-// A tile's encoding, as cpu::v2::encode_tile chooses it.
-struct Choice {
-    desc: u32,
-    enc: u32,
-    code: vec2<u32>, // (eb, emin)
-    width: u32,      // bits per value code
-    l: u32,          // Elias–Fano low bits
-    values: u32,     // bit of the first code in the tile's data
-    words: u32,      // the tile's data words
-}
-
-fn choose(k: u32, len: u32, rlo: u32, rhi: u32) -> Choice {
-    if k == 0u {
-        return Choice(ENC_EMPTY | (PLAIN << 2u), ENC_EMPTY, vec2<u32>(PLAIN, 0u), 0u, 0u, 0u, 0u);
-    }
-    let code = value_code(rlo, rhi);
-    let w = code_width(code.x);
-    let cap = capacity_words(len);
-    let mwords = (len + 31u) / 32u;
-    var c = Choice(0u, ENC_MASK, code, w, 0u, mwords * 32u, mwords + (k * w + 31u) / 32u);
-    let ll = low_bits_fast(k, len);
-    let ef_bits = k * ll + k + ((len - 1u) >> ll) + 1u;
-    let ef = (ef_bits + k * w + 31u) / 32u;
-    // (k < 1024 always holds when positions are smaller than the mask, len <= 4096; the single pass of a
-    // positions tile relies on it.)
-    if ef <= cap && ef < c.words && k < 1024u {
-        c.enc = ENC_POSITIONS;
-        c.words = ef;
-        c.l = ll;
-        c.values = ef_bits;
-    }
-    // Raw codes every element, zeros too (exponent 0 when the tile has any).
-    let rcode = value_code(select(rlo, 0u, k < len), rhi);
-    let rwidth = code_width(rcode.x);
-    let rw = (len * rwidth + 31u) / 32u;
-    if rw <= cap && rw < c.words {
-        c.enc = ENC_RAW;
-        c.words = rw;
-        c.code = rcode;
-        c.width = rwidth;
-        c.l = 0u;
-        c.values = 0u;
-    }
-    let count = select(k, len, c.enc == ENC_RAW);
-    c.desc = c.enc | (c.code.x << 2u) | (c.code.y << 6u) | (count << 14u);
-    return c;
-}
-
 @compute @workgroup_size(128)
 fn compress(
     @builtin(local_invocation_index) lid: u32,
@@ -490,12 +512,7 @@ fn compress(
             signs |= sign_bits(x) & mr;
         }
 #if BITS8
-        let b = word_bits(mr);
-        var rg = vec2<u32>(lo, hi);
-        rg = word_range(x.x, b.x, rg);
-        rg = word_range(x.y, b.y, rg);
-        rg = word_range(x.z, b.z, rg);
-        rg = word_range(x.w, b.w, rg);
+        let rg = vec_range(x, mr, vec2<u32>(lo, hi));
         lo = rg.x;
         hi = rg.y;
 #else
@@ -522,23 +539,10 @@ fn compress(
     }
 #if !BITS8
     let kmin = min(kmin_lo, kmin_hi >> 16u);
-    var lo = select(kmin >> p.mbits, 0xffffffffu, kmin >= 0x8000u);
-    var hi = max(mmax_lo, mmax_hi >> 16u) >> p.mbits;
+    let lo = select(kmin >> p.mbits, 0xffffffffu, kmin >= 0x8000u);
+    let hi = max(mmax_lo, mmax_hi >> 16u) >> p.mbits;
 #endif
-#if SUBGROUP
-    // One pair of workgroup atomics per subgroup instead of per thread.
-    lo = subgroupMin(lo);
-    hi = subgroupMax(hi);
-    if sg_lane == 0u && hi >= lo {
-        atomicMin(&wg_lo, lo);
-        atomicMax(&wg_hi, hi);
-    }
-#else
-    if hi >= lo {
-        atomicMin(&wg_lo, lo);
-        atomicMax(&wg_hi, hi);
-    }
-#endif
+    publish_range(lo, hi, sg_lane);
     if p.sign_pack != 0u && signs != 0u {
         atomicOr(&out[HDR_STATUS], SIGN_BIT_SET);
     }
@@ -787,32 +791,14 @@ fn compress(
         xs[r] = x;
         m[r] = mr;
         signs |= sign_bits(x) & mr;
-        let b = word_bits(mr);
-        var rg = vec2<u32>(lo, hi);
-        rg = word_range(x.x, b.x, rg);
-        rg = word_range(x.y, b.y, rg);
-        rg = word_range(x.z, b.z, rg);
-        rg = word_range(x.w, b.w, rg);
+        let rg = vec_range(x, mr, vec2<u32>(lo, hi));
         lo = rg.x;
         hi = rg.y;
         if mr != 0u {
             atomicOr(&wg_mask[mask_word_of(r, li)], mr << mask_shift_of(li));
         }
     }
-#if SUBGROUP
-    // One pair of workgroup atomics per subgroup instead of per thread.
-    lo = subgroupMin(lo);
-    hi = subgroupMax(hi);
-    if sg_lane == 0u && hi >= lo {
-        atomicMin(&wg_lo, lo);
-        atomicMax(&wg_hi, hi);
-    }
-#else
-    if hi >= lo {
-        atomicMin(&wg_lo, lo);
-        atomicMax(&wg_hi, hi);
-    }
-#endif
+    publish_range(lo, hi, sg_lane);
     if p.sign_pack != 0u && signs != 0u {
         atomicOr(&out[HDR_STATUS], SIGN_BIT_SET);
     }
@@ -823,47 +809,11 @@ fn compress(
     // The encoding, chosen as cpu::v2::encode_tile chooses it (the scan's barriers published the
     // exponent range), and the tile's words claimed.
     if lid == 0u {
-        var desc = ENC_EMPTY | (PLAIN << 2u);
-        var words = 0u;
-        var l = 0u;
-        var values = 0u;
-        if k > 0u {
-            let rlo = atomicLoad(&wg_lo);
-            let rhi = atomicLoad(&wg_hi);
-            let code = value_code(rlo, rhi);
-            let w = code_width(code.x);
-            let cap = capacity_words(len);
-            let mwords = (len + 31u) / 32u;
-            var enc = ENC_MASK;
-            var cd = code;
-            words = mwords + (k * w + 31u) / 32u;
-            values = mwords * 32u;
-            let ll = low_bits(k, len);
-            let ef = (k * ll + k + ((len - 1u) >> ll) + 1u + k * w + 31u) / 32u;
-            // (k < 1024 always holds when positions are smaller than the mask, len <= 4096; it is
-            // spelled out because the STAGE16 slots rely on it.)
-            if ef <= cap && ef < words && k < 1024u {
-                enc = ENC_POSITIONS;
-                words = ef;
-                l = ll;
-                values = k * ll + k + ((len - 1u) >> ll) + 1u;
-            }
-            // Raw codes every element, zeros too (exponent 0 when the tile has any).
-            let rcode = value_code(select(rlo, 0u, k < len), rhi);
-            let rw = (len * code_width(rcode.x) + 31u) / 32u;
-            if rw <= cap && rw < words {
-                enc = ENC_RAW;
-                words = rw;
-                cd = rcode;
-                values = 0u;
-            }
-            let count = select(k, len, enc == ENC_RAW);
-            desc = enc | (cd.x << 2u) | (cd.y << 6u) | (count << 14u);
-        }
-        let start = atomicAdd(&out[HDR_DATA_WORDS], words);
-        atomicStore(&out[p.desc_idx + tile], desc);
+        let ch = choose(k, len, atomicLoad(&wg_lo), atomicLoad(&wg_hi));
+        let start = atomicAdd(&out[HDR_DATA_WORDS], ch.words);
+        atomicStore(&out[p.desc_idx + tile], ch.desc);
         atomicStore(&out[p.dir_idx + tile], start);
-        wg_info = Info(start, desc, l, values, words);
+        wg_info = Info(start, ch.desc, ch.l, ch.values, ch.words);
     }
     let info = workgroupUniformLoad(&wg_info);
     let base = p.data_idx + info.start;
