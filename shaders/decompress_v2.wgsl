@@ -102,16 +102,17 @@ fn tile_words(d: u32, len: u32) -> u32 {
 }
 
 // How a tile's codes decode, for every code alike (FORMAT.md §14.4), on all element lanes of a word at
-// once (SWAR): element = ((code & low) + add) | ((code << sign_shift) & sign), with `low`, `add` and
-// `sign` repeated in every lane. Exponent offset: `low` keeps mantissa and offset, `add` is emin moved
-// to the exponent field (the sum never carries out of its lane: emin + 2^eb - 1 < 2^E), the shift moves
-// the code's sign bit to the lane's top bit (`sign` 0 when sign-packed). Plain: `low` keeps the code's
-// width, `add` and `sign` 0.
+// once (SWAR): element = ((code & low) + add) | (((code >> sign_at) & sign) << (BITS - 1)), with `low`,
+// `add` and `sign` repeated in every lane. Exponent offset: `low` keeps mantissa and offset, `add` is
+// emin moved to the exponent field (the sum never carries out of its lane: emin + 2^eb - 1 < 2^E),
+// `sign` moves the code's sign bit up (0 when sign-packed). Plain: `low` keeps the code's width, `add`
+// and `sign` 0. (The sign moved up in one variable shift and a mask of the lanes' top bits instead:
+// 0.247 -> 0.263 ms at ρ = 0.5, 0.335 -> 0.361 at 0.176, H200, docs/PERFORMANCE.md.)
 struct Code {
     width: u32,
     low: u32,
     add: u32,
-    sign_shift: u32,
+    sign_at: u32,
     sign: u32,
 }
 
@@ -125,8 +126,6 @@ const REP: u32 = 0x01010101u;
 const REP: u32 = 0x00010001u;
 #endif
 #endif
-// The top bit of each lane.
-const TOP: u32 = REP << (BITS - 1u);
 
 fn tile_code(d: u32) -> Code {
     let eb = (d >> 2u) & 15u;
@@ -136,7 +135,7 @@ fn tile_code(d: u32) -> Code {
     }
     let m = p.mbits;
     let add = ((d >> 6u) & 0xffu) << m;
-    return Code(width, ((1u << (m + eb)) - 1u) * REP, add * REP, BITS - 1u - (m + eb), select(TOP, 0u, p.sign_pack != 0u));
+    return Code(width, ((1u << (m + eb)) - 1u) * REP, add * REP, m + eb, (1u - p.sign_pack) * REP);
 }
 
 #if SUBGROUP
@@ -236,7 +235,7 @@ fn deposit(bits: u32, x: u32, code: Code) -> u32 {
     let lanes = ((bits * 0x8001u) & 0x10001u) * 0xffffu;
 #endif
 #endif
-    return (((w & code.low) + code.add) | ((w << code.sign_shift) & code.sign)) & lanes;
+    return (((w & code.low) + code.add) | (((w >> code.sign_at) & code.sign) << (BITS - 1u))) & lanes;
 }
 
 @compute @workgroup_size(128)
