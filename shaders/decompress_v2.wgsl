@@ -52,6 +52,19 @@ var<workgroup> wg_part: array<u32, 17>;
 var<workgroup> wg_info: vec2<u32>;
 var<private> base: u32;
 
+// A positions tile's low parts (k · L <= len / 2 bits: at most 64 words), and a word past them, read
+// with the upper words (one memory latency for both) instead of one by one from memory. Measured on the
+// H200 (201M BF16, same binary): 0.361 -> 0.354 ms at ρ = 0.176, 0.332 -> 0.325 at 0.05, 0.297 -> 0.290
+// at 0.01; e4m3 0.246 -> 0.237 at 0.176 (docs/PERFORMANCE.md, seventeenth session).
+var<workgroup> wg_low: array<u32, 65>;
+
+// `width` (0 ..= 12) bits of the staged low parts at bit `bit`.
+fn low_part(bit: u32, width: u32) -> u32 {
+    let i = min(bit >> 5u, 63u);
+    let o = bit & 31u;
+    return ((wg_low[i] >> o) | ((wg_low[i + 1u] << 1u) << (31u - o))) & ((1u << width) - 1u);
+}
+
 // Word `i` of the tile's data. (Staging the tile's data in workgroup memory first, 9 KB a workgroup,
 // made the kernel 1.6× slower on the H200: occupancy; docs/PERFORMANCE.md.)
 fn data_word(i: u32) -> u32 {
@@ -106,8 +119,7 @@ fn tile_words(d: u32, len: u32) -> u32 {
 // `add` and `sign` repeated in every lane. Exponent offset: `low` keeps mantissa and offset, `add` is
 // emin moved to the exponent field (the sum never carries out of its lane: emin + 2^eb - 1 < 2^E),
 // `sign` moves the code's sign bit up (0 when sign-packed). Plain: `low` keeps the code's width, `add`
-// and `sign` 0. (The sign moved up in one variable shift and a mask of the lanes' top bits instead:
-// 0.247 -> 0.263 ms at ρ = 0.5, 0.335 -> 0.361 at 0.176, H200, docs/PERFORMANCE.md.)
+// and `sign` 0.
 struct Code {
     width: u32,
     low: u32,
@@ -231,8 +243,10 @@ fn deposit(bits: u32, x: u32, code: Code) -> u32 {
     let lanes = ((bits * 0x00204081u) & 0x01010101u) * 0xffu;
 #else
     let w = (x & 0xffffu) | (select(x, x >> code.width, (bits & 1u) != 0u) << 16u);
-    // Bit 1 of `bits` to bit 16, then each lane's bit to a lane of ones.
-    let lanes = ((bits * 0x8001u) & 0x10001u) * 0xffffu;
+    // Bit 1 of `bits` to bit 16, then each lane's bit to a lane of ones. (Bit 1 moved by a multiply
+    // instead, `(bits * 0x8001) & 0x10001`: 0.247 -> 0.263 ms at ρ = 0.5 and 0.335 -> 0.361 at 0.176 on
+    // the H200, 201M BF16; the 8-bit path, unchanged, kept its time: docs/PERFORMANCE.md.)
+    let lanes = ((bits & 1u) | ((bits & 2u) << 15u)) * 0xffffu;
 #endif
 #endif
     return (((w & code.low) + code.add) | (((w >> code.sign_at) & code.sign) << (BITS - 1u))) & lanes;
@@ -328,9 +342,12 @@ fn decompress_v2(
         values = mwords * 32u;
     }
     if enc == 1u {
+        let l = low_bits(k, len);
+        if lid < min((k * l + 31u) / 32u, 64u) {
+            wg_low[lid] = data_word(lid);
+        }
         atomicStore(&wg_mask[lid], 0u);
         workgroupBarrier();
-        let l = low_bits(k, len);
         let ulen = k + ((len - 1u) >> l) + 1u;
         let uwords = (ulen + 31u) / 32u;
         var ones_before = 0u;
@@ -344,7 +361,7 @@ fn decompress_v2(
             var r = ones_before + s.x;
             for (var m = w; m != 0u; m &= m - 1u) {
                 let b = firstTrailingBit(m);
-                let pos = ((j * 32u + b - r) << l) | read_bits(r * l, l);
+                let pos = ((j * 32u + b - r) << l) | low_part(r * l, l);
                 // In the tile for every valid stream; clamped so a corrupt one cannot write past the mask.
                 atomicOr(&wg_mask[min(pos >> 5u, 127u)], 1u << (pos & 31u));
                 r++;
