@@ -119,8 +119,8 @@ fn tile_words(d: u32, len: u32) -> u32 {
 // `sign` repeated in every lane. Exponent offset: `low` keeps mantissa and offset, `add` is emin moved
 // to the exponent field (the sum never carries out of its lane: emin + 2^eb - 1 < 2^E), the shift moves
 // the code's sign bit to the lane's top bit and `sign` keeps the lanes' top bits (0 when sign-packed).
-// Plain: `low` keeps the code's width, `add` and `sign` 0. (The sign shifted down, masked and shifted
-// up by a constant instead: 0.245 -> 0.231 ms at ρ = 0.5, 0.329 -> 0.309 at 0.176, H200, 201M BF16.)
+// Plain: `low` keeps the code's width, `add` and `sign` 0. (Against the sign shifted down, masked and
+// shifted up by a constant: 0.245 -> 0.231 ms at ρ = 0.5, 0.329 -> 0.309 at 0.176, H200, 201M BF16.)
 struct Code {
     width: u32,
     low: u32,
@@ -243,12 +243,12 @@ fn deposit(bits: u32, x: u32, code: Code) -> u32 {
     // Bit i of `bits` to bit 8 i (the four shifted copies do not overlap), then to a byte of ones.
     let lanes = ((bits * 0x00204081u) & 0x01010101u) * 0xffu;
 #else
-    // The second lane's code: x shifted by the width where the first lane takes one. (A select between
-    // x and x >> width instead: 0.245 -> 0.238 ms at ρ = 0.5, 0.329 -> 0.322 at 0.176, H200, 201M BF16.)
+    // The second lane's code: x shifted by the width where the first lane takes one. (Against a select
+    // between x and x >> width: 0.245 -> 0.238 ms at ρ = 0.5, 0.329 -> 0.322 at 0.176, H200, 201M BF16.)
     let w = (x & 0xffffu) | ((x >> (code.width * (bits & 1u))) << 16u);
-    // Bit 1 of `bits` to bit 16, then each lane's bit to a lane of ones. (Bit 1 moved by a multiply
-    // instead, `(bits * 0x8001) & 0x10001`: 0.247 -> 0.263 ms at ρ = 0.5 and 0.335 -> 0.361 at 0.176 on
-    // the H200, 201M BF16; the 8-bit path, unchanged, kept its time: docs/PERFORMANCE.md.)
+    // Bit 1 of `bits` to bit 16, then each lane's bit to a lane of ones. (Bit 1 moved by a multiply,
+    // `(bits * 0x8001) & 0x10001`, was slower: 0.247 -> 0.263 ms at ρ = 0.5 and 0.335 -> 0.361 at 0.176
+    // on the H200, 201M BF16, while the unchanged 8-bit path kept its time: docs/PERFORMANCE.md.)
     let lanes = ((bits & 1u) | ((bits & 2u) << 15u)) * 0xffffu;
 #endif
 #endif
