@@ -63,7 +63,7 @@ const MAGIC: u32 = 0x54505342u; // "BSPT"
 const SIGN_BIT_SET: u32 = 1u;
 const HDR_DATA_WORDS: u32 = 4u;
 const HDR_STATUS: u32 = 5u;
-const PLAIN: u32 = 15u;
+#include "lib/v2.wgsl"
 const ENC_MASK: u32 = 0u;
 const ENC_POSITIONS: u32 = 1u;
 const ENC_EMPTY: u32 = 2u;
@@ -142,12 +142,6 @@ fn code_width(eb: u32) -> u32 {
         return BITS - p.sign_pack;
     }
     return (1u - p.sign_pack) + eb + p.mbits;
-}
-
-// Elias–Fano low bits, without a division: the largest L with k · 2^L <= len (1 <= k <= len).
-fn low_bits(k: u32, len: u32) -> u32 {
-    let l = firstLeadingBit(len) - firstLeadingBit(k);
-    return select(l, l - 1u, (k << l) > len);
 }
 
 // A tile's worst case: its mask and every value plain (format::v2::tile_capacity_words).

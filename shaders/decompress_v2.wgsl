@@ -40,7 +40,7 @@ struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 
 #include "lib/elem.wgsl"
-const PLAIN: u32 = 15u;
+#include "lib/v2.wgsl"
 const VEC_BITS_MASK: u32 = (1u << EPV) - 1u;
 
 var<workgroup> wg_mask: array<atomic<u32>, 128>;
@@ -87,13 +87,6 @@ fn value_width(d: u32) -> u32 {
         return BITS - p.sign_pack;
     }
     return (1u - p.sign_pack) + eb + p.mbits;
-}
-
-// Elias–Fano low bits: the largest L with k · 2^L <= len (k >= 1).
-// Division-free: flb(len) - flb(k), less one where k << that exceeds len.
-fn low_bits(k: u32, len: u32) -> u32 {
-    let l = firstLeadingBit(len) - firstLeadingBit(k);
-    return l - select(0u, 1u, (k << l) > len);
 }
 
 // Words of a tile's data (format::v2::TileDesc::words).
