@@ -375,13 +375,16 @@ fn decompress_v2(
     wg_rank[lid] = vec2<u32>(mw, s.x);
     workgroupBarrier();
 
-    // The output, in version 1's structure (shaders/decompress.wgsl, measured there): thread `lid` owns
-    // vec4 `r * WG + lid` of the tile in round r (EPV elements inside one mask word); every round's stream
-    // words are loaded before any is decoded, two per output word, clamped to the binding.
+    // The output, in version 1's structure (shaders/decompress.wgsl): thread `lid` owns vec4
+    // `r * WG + lid` of the tile in round r (EPV elements inside one mask word); its stream words, two
+    // per output word, clamped to the binding, are loaded in the round that decodes them. Loading every
+    // round's words before decoding any (version 1's plain decompress) held 40 registers here, and the
+    // H200 then runs 12 workgroups per SM instead of 16: one loop takes 25 registers and 0.240 / 0.321 /
+    // 0.294 / 0.270 -> 0.223 / 0.303 / 0.277 / 0.265 ms at ρ = 0.5 / 0.176 / 0.05 / 0.01 (201M BF16;
+    // F32 0.455 / 0.535 / 0.489 / 0.417 -> 0.364 / 0.416 / 0.387 / 0.370; e4m3 1 % slower, its 8-bit
+    // form already held 30; docs/PERFORMANCE.md, eighteenth session).
     let code = tile_code(d);
     let lim = arrayLength(&stream) - 1u;
-    var sel: array<u32, ROUNDS>;
-    var xs: array<vec4<u32>, ROUNDS>;
     for (var r = 0u; r < ROUNDS; r++) {
         let e0 = (r * WG + lid) * EPV;
         var bits = 0u;
@@ -398,13 +401,9 @@ fn decompress_v2(
                 bits &= (1u << (len - e0)) - 1u;
             }
         }
-        sel[r] = bits;
-        xs[r] = gather(bits, first, values, code.width, lim);
-    }
-    for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + lid;
-        let b = word_bits(sel[r]);
-        let x = xs[r];
+        let b = word_bits(bits);
+        let x = gather(bits, first, values, code.width, lim);
         let v = vec4<u32>(deposit(b.x, x.x, code), deposit(b.y, x.y, code), deposit(b.z, x.z, code), deposit(b.w, x.w, code));
         if tile < p.full_tiles {
             dst4[tile * VECS_PER_TILE + q] = v;

@@ -7,7 +7,7 @@
 //! WGSL the codec builds, with naga as wgpu does on Vulkan, and asks the driver directly through `ash`.
 //!
 //! ```text
-//! pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--compile-only] [--ir DIR]
+//! pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--shaders DIR] [--compile-only] [--ir DIR]
 //! ```
 //! `--ir DIR` also asks for each executable's internal representations (a driver's disassembly) and writes
 //! each into `DIR`, named by the pipeline's label. NVIDIA's driver (580.159.04, H200) offers none: the
@@ -16,6 +16,10 @@
 //! `--constants` adds override constants to the pipelines of the named entry point, in the syntax of
 //! `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.SCAN_SLOTS=4,decompress.SCAN_SLOTS=4,compress.LOOKBACK_PER_LANE=2`), so
 //! the statistics of an experiment's variant can be read before it is timed.
+//! `--shaders DIR` reads each shader file (and each `lib/` snippet) from `DIR` where it is there, else the
+//! bundled one: the statistics of an edited shader without rebuilding the tool (register counts decide
+//! occupancy, and the driver's allocation moves with small edits: docs/PERFORMANCE.md, eighteenth
+//! session).
 //! `--compile-only` builds every pipeline without asking for statistics: a check of the SPIR-V and layouts on
 //! drivers without the extension (lavapipe), reporting only what naga knows (workgroup size and memory).
 //! `checked` = naga's bounds checks as wgpu's `create_shader_module` emits them (index `Restrict`, buffer
@@ -59,6 +63,9 @@ struct Args {
     ir: Option<std::path::PathBuf>,
 }
 
+/// `--shaders DIR`: where shader files are read first (set once, before any compile).
+static SHADER_DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
 #[derive(Copy, Clone, PartialEq)]
 enum Policy {
     Checked,
@@ -92,6 +99,13 @@ fn parse_args() -> Result<Args, String> {
             "--json" => a.json = true,
             "--compile-only" => a.compile_only = true,
             "--ir" => a.ir = Some(value("a directory")?.into()),
+            "--shaders" => {
+                let dir = std::path::PathBuf::from(value("a directory")?);
+                if !dir.is_dir() {
+                    return Err(format!("--shaders: {} is not a directory", dir.display()));
+                }
+                SHADER_DIR.set(dir).map_err(|_| "--shaders given twice".to_string())?;
+            }
             "--device" => a.device = Some(value("a name substring")?),
             "--filter" => a.filter = Some(value("a label substring")?),
             "--spin-limit" => a.spin_limit = value("a number")?.parse().map_err(|e| format!("--spin-limit: {e}"))?,
@@ -110,7 +124,7 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "-h" | "--help" => {
-                println!("usage: pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--compile-only] [--ir DIR]");
+                println!("usage: pipeline_stats [--json] [--device SUBSTR] [--policy checked|unchecked|both] [--filter SUBSTR] [--spin-limit N] [--constants ENTRY.NAME=V,...] [--shaders DIR] [--compile-only] [--ir DIR]");
                 std::process::exit(0);
             }
             s if !s.starts_with('-') && a.device.is_none() => a.device = Some(s.to_string()),
@@ -212,7 +226,12 @@ struct DeviceCaps {
 }
 
 fn compile(job: &Job, policy: Policy, caps: &DeviceCaps) -> Result<Compiled, String> {
-    let src = bitsparse::shaders::source(job.file, &job.defines);
+    let src = match SHADER_DIR.get() {
+        Some(dir) => {
+            bitsparse::shaders::source_with(job.file, &|n| std::fs::read_to_string(dir.join(n)).ok(), &job.defines)?
+        }
+        None => bitsparse::shaders::source(job.file, &job.defines),
+    };
     let module = naga::front::wgsl::parse_str(&src).map_err(|e| format!("parse: {}", e.emit_to_string(&src)))?;
     let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
         .validate(&module)
