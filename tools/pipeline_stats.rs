@@ -134,13 +134,13 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// Every variant `src/kernels.rs` can build (both paths, 8/16-bit, arena, fused), plus the copy and
-/// plain-activation shaders.
+/// Every variant `src/kernels.rs` can build (both paths, 8/16/32-bit, arena, fused, both tile orders of
+/// compress), plus the copy and plain-activation shaders.
 fn jobs(spin_limit: u32) -> Vec<Job> {
     let mut jobs = Vec::new();
     for path in [CodecPath::Subgroup, CodecPath::Portable] {
         for (io, fused) in [(Io::Buffer, false), (Io::Arena, false), (Io::Arena, true)] {
-            for elem in [Elem::Bits16, Elem::Bits8] {
+            for elem in [Elem::Bits16, Elem::Bits8, Elem::Bits32] {
                 for op in [Op::Compress, Op::Decompress] {
                     let fusion = match (fused, op) {
                         (false, _) => Fusion::None,
@@ -156,12 +156,18 @@ fn jobs(spin_limit: u32) -> Vec<Job> {
                     } else {
                         &[Stage::Words]
                     };
-                    for &stage in stages {
+                    // Compress in both tile orders (unordered is what the arena and the bench run by
+                    // default); direct stores only unordered.
+                    let orders: &[bitsparse::TileOrder] = match op {
+                        Op::Compress => &[bitsparse::TileOrder::Ordered, bitsparse::TileOrder::Unordered],
+                        Op::Decompress => &[bitsparse::TileOrder::Ordered],
+                    };
+                    for (&stage, &order) in stages.iter().flat_map(|s| orders.iter().map(move |o| (s, o))) {
+                        if stage == Stage::Direct && order == bitsparse::TileOrder::Ordered {
+                            continue;
+                        }
                         let Ok(v) = v.with_stage(stage) else { continue };
-                        let v = match stage {
-                            Stage::Direct => v.with_order(bitsparse::TileOrder::Unordered).expect("a compress"),
-                            _ => v,
-                        };
+                        let v = if op == Op::Compress { v.with_order(order).expect("a compress") } else { v };
                         let (file, entry) = v.shader();
                         let defines = v.defines(path);
                         if op == Op::Compress {
