@@ -277,9 +277,10 @@ fn decompress(
     // Round r's first value: this thread's exclusive prefix in round r plus the totals of rounds < r.
     let starts = round_starts(m, li, sg_lane, sg_size).starts;
     // Every round's stream words are loaded before any round is decoded (in the same loop, one round at
-    // a time, the plain decompress was 3-6 % slower on the H200: BF16 0.189 / 0.164 -> 0.191 / 0.172 ms
-    // at ρ = 0.5 / 0.05, F32 and FP8 alike). The fused backward, whose g loads and activation math need
-    // registers too, gathers each round in the round that uses it (F32 in groups, below).
+    // a time, the plain decompress was 1-8 % slower on the H200: BF16 0.189 / 0.164 / 0.161 -> 0.191 /
+    // 0.172 / 0.170 ms at ρ = 0.5 / 0.05 / 0.01, e4m3 and F32 7-8 %). The fused backward, whose g loads
+    // and activation math need registers too, gathers each round in the round that uses it (F32 in
+    // groups, below).
     var xs: array<vec4<u32>, ROUNDS>;
 #if !FUSED_BWD
     for (var r = 0u; r < ROUNDS; r++) {
@@ -302,10 +303,10 @@ fn decompress(
             }
         }
 #else
-        // One round at a time, not two (the two-round form held 32 registers, this one 38): dL/dz only 0.406 / 0.378 / 0.367
-        // -> 0.343 / 0.339 / 0.336 ms at ρ = 0.5 / 0.176 / 0.05, with `a` 0.512 / 0.481 / 0.467 -> 0.435 /
-        // 0.431 / 0.429 (201M BF16 on the H200; sign-packed 0.382 -> 0.359 and 0.478 -> 0.454 at 0.05;
-        // docs/PERFORMANCE.md, eighteenth session).
+        // One round at a time, not two (the two-round form held 32 registers, this one 38: not an
+        // occupancy gain): dL/dz only 0.406 / 0.378 / 0.367 -> 0.343 / 0.339 / 0.336 ms at ρ = 0.5 /
+        // 0.176 / 0.05, with `a` 0.512 / 0.481 / 0.467 -> 0.435 / 0.431 / 0.429 (201M BF16 on the H200;
+        // sign-packed 0.382 -> 0.359 and 0.478 -> 0.454 at 0.05; docs/PERFORMANCE.md, eighteenth session).
         xs[r] = gather_round(mr, starts[r], width);
 #endif
 #endif
