@@ -9,7 +9,8 @@
 #
 # The GPU test binaries (tests/gpu, cli/tests/cli, demos' train_ffn, benches' bench_smoke, tools'
 # pipeline_stats) run on the harness of tests/common/harness.rs: a test whose adapter is missing is
-# reported as `ignored` with the reason, and a `SKIPPED:` line says how many. CI=true is passed through: there such a test fails.
+# reported as `ignored` with the reason, and a `SKIPPED:` line says how many. CI=true is passed
+# through: there such a test fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/packages.sh
