@@ -33,6 +33,7 @@ use std::process::ExitCode;
 
 use ash::vk;
 use bitsparse::kernels::{parse_constants, CodecPath, Elem, Fusion, Io, Op, Stage, Storage, Variant};
+use bitsparse::TileOrder;
 use naga::back::spv;
 use serde_json::{json, Value};
 
@@ -149,23 +150,21 @@ fn jobs(spin_limit: u32) -> Vec<Job> {
                     };
                     // The fused kernels take 16- and 32-bit elements (`VariantError::FusionNeedsBits16` for 8-bit).
                     let Ok(v) = Variant::new(op, elem, io, fusion, Storage::Native) else { continue };
-                    // The stagings of compress (`bitsparse::Staging`): packed words, u16 slots, and direct
-                    // stores (16-bit values only, with unordered tiles as the arena runs them).
-                    let stages: &[Stage] = if op == Op::Compress {
-                        &[Stage::Words, Stage::Halves, Stage::Direct]
+                    // The stagings of compress (`bitsparse::Staging`: packed words, u16 slots, direct stores)
+                    // in both tile orders (unordered is what the arena and the bench run by default; direct
+                    // stores only unordered, as the arena runs them).
+                    let forms: &[(Stage, TileOrder)] = if op == Op::Compress {
+                        &[
+                            (Stage::Words, TileOrder::Ordered),
+                            (Stage::Words, TileOrder::Unordered),
+                            (Stage::Halves, TileOrder::Ordered),
+                            (Stage::Halves, TileOrder::Unordered),
+                            (Stage::Direct, TileOrder::Unordered),
+                        ]
                     } else {
-                        &[Stage::Words]
+                        &[(Stage::Words, TileOrder::Ordered)]
                     };
-                    // Compress in both tile orders (unordered is what the arena and the bench run by
-                    // default); direct stores only unordered.
-                    let orders: &[bitsparse::TileOrder] = match op {
-                        Op::Compress => &[bitsparse::TileOrder::Ordered, bitsparse::TileOrder::Unordered],
-                        Op::Decompress => &[bitsparse::TileOrder::Ordered],
-                    };
-                    for (&stage, &order) in stages.iter().flat_map(|s| orders.iter().map(move |o| (s, o))) {
-                        if stage == Stage::Direct && order == bitsparse::TileOrder::Ordered {
-                            continue;
-                        }
+                    for &(stage, order) in forms {
                         let Ok(v) = v.with_stage(stage) else { continue };
                         let v = if op == Op::Compress { v.with_order(order).expect("a compress") } else { v };
                         let (file, entry) = v.shader();
