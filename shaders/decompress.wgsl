@@ -127,39 +127,59 @@ const FB_GROUP: u32 = 2u;
 var<private> stream_base: u32;
 
 // How a round's output words are decoded (measured on the H200, docs/PERFORMANCE.md): each output
-// word's values lie in at most two stream words, which are loaded unconditionally (clamped to the
-// binding; words past a tile's stream are read but never used) and all before any is decoded, so a
-// tile costs one memory latency for its values instead of one per word behind branches; the stream
+// word's values lie in at most two stream words, which are loaded unconditionally (words past a tile's
+// stream are read but never used; clamped to the binding only in the tiles near its end) and all
+// before any is decoded, so a tile costs one memory latency for its values instead of one per word
+// behind branches; the stream
 // is read straight from memory (neighbouring threads read neighbouring words: coalesced, L1 hits),
 // not staged in workgroup memory. The width is passed to the decoding functions as a constant (the
 // stored width, or one less under sign packing) so the compiler specialises their arithmetic, and
 // unpacked 16-bit values take a loop-free path. Each of these steps was measured faster; the
 // decompress is issue-bound as much as latency-bound.
 
-// Four stream words, each index clamped to `lim` (the last word the binding holds).
-fn get_vals(wi: vec4<u32>, lim: u32) -> vec4<u32> {
-    let i = min(wi, vec4<u32>(lim));
+// Four stream words; with `clamp` (a constant at each call) each index clamped to `lim` (the last word
+// the binding holds).
+fn get_vals(wi: vec4<u32>, lim: u32, clamp: bool) -> vec4<u32> {
+    var i = wi;
+    if clamp {
+        i = min(wi, vec4<u32>(lim));
+    }
     return vec4<u32>(get_val(i.x), get_val(i.y), get_val(i.z), get_val(i.w));
+}
+
+// The stream words a tile's gathers can reach past its table entry: a tile of TILE values at the stored
+// width, and the two words each gather loads from there.
+const GATHER_REACH: u32 = TILE * STORE_BITS / 32u + 1u;
+
+// Whether no gather of this tile can read past the binding, so its loads need no clamp: every tile but
+// those whose stream starts within GATHER_REACH words of the binding's end. The clamps (eight `min`s a
+// round) cost 3-6 % of the decompress on the H200: 201M BF16 at ρ = 0.5 / 0.176 / 0.05, 0.192 / 0.171 /
+// 0.167 -> 0.192 / 0.166 / 0.159 ms, sign-packed 0.198 / 0.190 / 0.187 -> 0.192 / 0.179 / 0.175, e4m3
+// 0.134 / 0.131 / 0.130 -> 0.130 / 0.126 / 0.125, the fused backward with `a` 0.437 / 0.432 / 0.431 ->
+// 0.432 / 0.420 / 0.416 (docs/PERFORMANCE.md, nineteenth session).
+fn gathers_in_binding() -> bool {
+    let lim = val_limit();
+    return lim >= GATHER_REACH && stream_base <= lim - GATHER_REACH;
 }
 
 // For each of a round's four output words: the stream bits from its first value on (its values
 // packed from bit 0). `k0`: the thread's first value index in the round.
-fn gather_vec(mr: u32, k0: u32, width: u32) -> vec4<u32> {
+fn gather_vec(mr: u32, k0: u32, width: u32, clamp: bool) -> vec4<u32> {
     let c = countOneBits(word_bits(mr));
     let k = vec4<u32>(k0, k0 + c.x, k0 + c.x + c.y, k0 + c.x + c.y + c.z);
     let lim = val_limit();
     if BITS == 16u && width == 16u {
         // Unpacked 16-bit values: value k is half k & 1 of word k >> 1.
         let wi = vec4<u32>(stream_base) + (k >> vec4<u32>(1u));
-        let lo = get_vals(wi, lim);
-        let hi = get_vals(wi + vec4<u32>(1u), lim);
+        let lo = get_vals(wi, lim, clamp);
+        let hi = get_vals(wi + vec4<u32>(1u), lim, clamp);
         return select(lo, (lo >> vec4<u32>(16u)) | (hi << vec4<u32>(16u)), (k & vec4<u32>(1u)) != vec4<u32>(0u));
     }
     let pos = k * width;
     let wi = vec4<u32>(stream_base) + (pos >> vec4<u32>(5u));
     let sh = pos & vec4<u32>(31u);
-    let lo = get_vals(wi, lim);
-    let hi = get_vals(wi + vec4<u32>(1u), lim);
+    let lo = get_vals(wi, lim, clamp);
+    let hi = get_vals(wi + vec4<u32>(1u), lim, clamp);
     // `hi << (32 - sh)` for sh in 1..31 and 0 for sh = 0 (a shift by 32 is not one in WGSL), written
     // as two shifts instead of a select: sign-packed BF16 decompress 0.199 / 0.194 / 0.191 -> 0.196 /
     // 0.189 / 0.186 ms, e4m3 0.138 / 0.136 / 0.136 -> 0.134 / 0.132 / 0.130 (H200, 201M, ρ = 0.5 /
@@ -202,12 +222,21 @@ fn deposit_vec(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
     return vec4<u32>(take_values(b.x, x.x, width), take_values(b.y, x.y, width), take_values(b.z, x.z, width), take_values(b.w, x.w, width));
 }
 
-// `gather_vec` / `deposit_vec` with the width as a constant in each call.
-fn gather_round(mr: u32, k0: u32, width: u32) -> vec4<u32> {
+// `gather_vec` / `deposit_vec` with the width as a constant in each call (and `clamp` for gathers).
+fn gather_round(mr: u32, k0: u32, width: u32, clamp: bool) -> vec4<u32> {
     if width == STORE_BITS {
-        return gather_vec(mr, k0, STORE_BITS);
+        return gather_vec(mr, k0, STORE_BITS, clamp);
     }
-    return gather_vec(mr, k0, STORE_BITS - 1u);
+    return gather_vec(mr, k0, STORE_BITS - 1u, clamp);
+}
+
+// gather_round with the clamp chosen for the tile (`in_binding`: gathers_in_binding), each form compiled
+// with `clamp` a constant.
+fn gather_tile_round(mr: u32, k0: u32, width: u32, in_binding: bool) -> vec4<u32> {
+    if in_binding {
+        return gather_round(mr, k0, width, false);
+    }
+    return gather_round(mr, k0, width, true);
 }
 
 fn deposit_round(mr: u32, x: vec4<u32>, width: u32) -> vec4<u32> {
@@ -264,6 +293,7 @@ fn decompress(
     let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
 
     stream_base = p.val_idx + (get_head(p.table_idx + tile) - p.val_base);
+    let in_binding = gathers_in_binding();
 
     var m: array<u32, ROUNDS>;
     for (var r = 0u; r < ROUNDS; r++) {
@@ -283,8 +313,14 @@ fn decompress(
     // groups, below).
     var xs: array<vec4<u32>, ROUNDS>;
 #if !FUSED_BWD
-    for (var r = 0u; r < ROUNDS; r++) {
-        xs[r] = gather_round(m[r], starts[r], width);
+    if in_binding {
+        for (var r = 0u; r < ROUNDS; r++) {
+            xs[r] = gather_round(m[r], starts[r], width, false);
+        }
+    } else {
+        for (var r = 0u; r < ROUNDS; r++) {
+            xs[r] = gather_round(m[r], starts[r], width, true);
+        }
     }
 #endif
     for (var r = 0u; r < ROUNDS; r++) {
@@ -298,7 +334,7 @@ fn decompress(
         if (r % FB_GROUP) == 0u {
             for (var j = 0u; j < ROUNDS; j++) {
                 if j >= r && j < r + FB_GROUP {
-                    xs[j] = gather_round(m[j], starts[j], width);
+                    xs[j] = gather_tile_round(m[j], starts[j], width, in_binding);
                 }
             }
         }
@@ -307,7 +343,7 @@ fn decompress(
         // occupancy gain): dL/dz only 0.406 / 0.378 / 0.367 -> 0.343 / 0.339 / 0.336 ms at ρ = 0.5 /
         // 0.176 / 0.05, with `a` 0.512 / 0.481 / 0.467 -> 0.435 / 0.431 / 0.429 (201M BF16 on the H200;
         // sign-packed 0.382 -> 0.359 and 0.478 -> 0.454 at 0.05; docs/PERFORMANCE.md, eighteenth session).
-        xs[r] = gather_round(mr, starts[r], width);
+        xs[r] = gather_tile_round(mr, starts[r], width, in_binding);
 #endif
 #endif
         var v = deposit_round(mr, xs[r], width);
