@@ -152,12 +152,31 @@ fn get_vals(wi: vec4<u32>, lim: u32, clamp: bool) -> vec4<u32> {
 const GATHER_REACH: u32 = TILE * STORE_BITS / 32u + 1u;
 
 // Whether no gather of this tile can read past the binding, so its loads need no clamp: every tile but
-// those whose stream starts within GATHER_REACH words of the binding's end. The clamps (eight `min`s a
-// round) cost 3-6 % of the decompress on the H200: 201M BF16 at ρ = 0.5 / 0.176 / 0.05, 0.192 / 0.171 /
-// 0.167 -> 0.192 / 0.166 / 0.159 ms, sign-packed 0.198 / 0.190 / 0.187 -> 0.192 / 0.179 / 0.175, e4m3
-// 0.134 / 0.131 / 0.130 -> 0.130 / 0.126 / 0.125, the fused backward with `a` 0.437 / 0.432 / 0.431 ->
-// 0.432 / 0.420 / 0.416 (docs/PERFORMANCE.md, nineteenth session).
+// those whose stream starts within GATHER_REACH words of the binding's end. Without the clamps (eight
+// `min`s a round) on the H200 (201M, ρ = 0.5 / 0.176 / 0.05, the same call as the clamped code): BF16
+// decompress 0.193 / 0.172 / 0.166 -> 0.192 / 0.168 / 0.160 ms, sign-packed 0.198 / 0.190 / 0.186 ->
+// 0.194 / 0.182 / 0.178, e4m3 0.134 / 0.131 / 0.130 -> 0.132 / 0.128 / 0.127, the fused backward with
+// `a` 0.438 / 0.432 / 0.431 -> 0.432 / 0.426 / 0.424 (docs/PERFORMANCE.md, nineteenth session).
+// F32 (eight rounds) and the arena's plain decompress keep the clamps everywhere: with both forms
+// compiled the driver gave them more registers (F32 48 -> 64, 4-5 % slower; the arena's BF16 decompress
+// 32 -> 38), where the fused backward went 38 -> 31.
 fn gathers_in_binding() -> bool {
+#if BITS32
+    return false;
+#else
+#if ARENA
+#if !FUSED_BWD
+    return false;
+#else
+    return in_binding_checked();
+#endif
+#else
+    return in_binding_checked();
+#endif
+#endif
+}
+
+fn in_binding_checked() -> bool {
     let lim = val_limit();
     return lim >= GATHER_REACH && stream_base <= lim - GATHER_REACH;
 }
