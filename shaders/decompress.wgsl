@@ -130,9 +130,8 @@ var<private> stream_base: u32;
 // word's values lie in at most two stream words, which are loaded unconditionally (words past a tile's
 // stream are read but never used; clamped to the binding only in the tiles near its end) and all
 // before any is decoded, so a tile costs one memory latency for its values instead of one per word
-// behind branches; the stream
-// is read straight from memory (neighbouring threads read neighbouring words: coalesced, L1 hits),
-// not staged in workgroup memory. The width is passed to the decoding functions as a constant (the
+// behind branches; the stream is read straight from memory (neighbouring threads read neighbouring
+// words: coalesced, L1 hits), not staged in workgroup memory. The width is passed to the decoding functions as a constant (the
 // stored width, or one less under sign packing) so the compiler specialises their arithmetic, and
 // unpacked 16-bit values take a loop-free path. Each of these steps was measured faster; the
 // decompress is issue-bound as much as latency-bound.
@@ -147,8 +146,8 @@ fn get_vals(wi: vec4<u32>, lim: u32, clamp: bool) -> vec4<u32> {
     return vec4<u32>(get_val(i.x), get_val(i.y), get_val(i.z), get_val(i.w));
 }
 
-// The stream words a tile's gathers can reach past its table entry: a tile of TILE values at the stored
-// width, and the two words each gather loads from there.
+// How far past its table entry a tile's gathers can read, in words: a value index is at most TILE, at
+// the stored width, and a gather also loads the word after the one its value starts in.
 const GATHER_REACH: u32 = TILE * STORE_BITS / 32u + 1u;
 
 // Whether no gather of this tile can read past the binding, so its loads need no clamp: every tile but
