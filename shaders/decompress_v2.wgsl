@@ -389,9 +389,9 @@ fn decompress_v2(
     // form already held 30; docs/PERFORMANCE.md, eighteenth session).
     let code = tile_code(d);
     let lim = arrayLength(&stream) - 1u;
-    // Whether no gather of the tile can read past the binding (a code index is below TILE, and a gather
-    // loads the word after its code's): then its loads need no clamp, which is every tile but those near
-    // the binding's end. On the H200 (201M, ρ = 0.5 / 0.176 / 0.05, same call): BF16 0.226 / 0.305 /
+    // Whether no gather of the tile can read past the binding (a code index is at most TILE, and a
+    // gather loads the word after its code's): then its loads need no clamp, which is every tile but
+    // those near the binding's end. On the H200 (201M, ρ = 0.5 / 0.176 / 0.05, same call): BF16 0.226 / 0.305 /
     // 0.279 -> 0.218 / 0.295 / 0.270 ms, F16 alike, e4m3 and F32 0-3 % (docs/PERFORMANCE.md, nineteenth
     // session).
     let reach = (values >> 5u) + TILE * code.width / 32u + 2u;
