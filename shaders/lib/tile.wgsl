@@ -113,8 +113,9 @@ var<workgroup> scan_sg: array<vec4<u32>, SCAN_SLOTS>;
 // the popcount of one mask word (at most 32), so a round's workgroup total stays below 2^16 whatever a
 // stream holds, and no half carries into the other. On the H200 (201M BF16, ρ = 0.5 / 0.176 / 0.05, same
 // call): compress 0.253 / 0.203 / 0.192 -> 0.248 / 0.198 / 0.187 ms, fused forward 0.406 / 0.347 / 0.336
-// -> 0.385 / 0.328 / 0.315, fused backward 2-3 % faster, the arena's compress 40 -> 29 registers
-// (docs/PERFORMANCE.md, twentieth session).
+// -> 0.385 / 0.328 / 0.315, fused backward 2-3 % faster, at the same register counts (32, 31); the
+// variants with u32 staging (adapters without 16-bit types) went 40 -> 28-32 registers (docs/PERFORMANCE.md,
+// twentieth session).
 var<workgroup> scan_sg: array<vec2<u32>, SCAN_SLOTS>;
 #endif
 #else
