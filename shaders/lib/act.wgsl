@@ -215,7 +215,8 @@ fn grad_vec(r: vec4<u32>, g: vec4<u32>, act: u32) -> vec4<u32> {
 // equal to t + t) so that no multiply-add pair exists for a compiler to contract into an fma. An
 // arithmetic result that is NaN is written as the canonical quiet NaN (0x7fc00000 / 0x7e00). A GPU may
 // flush f32 subnormals (inputs or results) of the F32 math; the F16 math never meets an f32 subnormal
-// (conversions are integer, products of two F16 are at least 2^-48) and is exact on every GPU.
+// (conversions are integer or exact power-of-two scalings, products of two F16 are at least 2^-48) and
+// is exact on every GPU.
 // CPU port: src/cpu/act.rs (relu_bits32, act_bits32, grad_bits32, *_f16).
 
 #if BITS32
@@ -253,40 +254,40 @@ fn grad32(r: u32, g: u32, act: u32) -> u32 {
 #if ACT_F16
 const F16_QNAN: u32 = 0x7e00u;
 
-// F16 bits (low 16 bits of `h`) -> f32, by integer arithmetic (no f32 subnormal is formed: an F16
-// subnormal m · 2^-24 is an f32 normal). Not for NaN.
+// The F16 conversions below have no branches: a branch on the element's class (zero, subnormal,
+// normal) diverges within a subgroup of activations, so both sides ran for every word. Each class is
+// computed and the right one selected; every step stays exact on every adapter (integer arithmetic,
+// products exact in f32, and WGSL's `round`, which rounds half to even by definition: not WGSL's own f32
+// -> f16 conversion, whose rounding is left to the implementation).
+
+// F16 bits (low 16 bits of `h`) -> f32 (no f32 subnormal is formed: an F16 subnormal m · 2^-24 is an
+// f32 normal). Not for NaN.
 fn f16_to_f32(h: u32) -> f32 {
     let m = h & 0x7fffu;
     let s = (h & 0x8000u) << 16u;
-    if m < 0x400u {
-        return bitcast<f32>(s | bitcast<u32>(f32(m) * 5.9604644775390625e-8));
-    }
-    if m >= 0x7c00u {
-        return bitcast<f32>(s | 0x7f800000u);
-    }
-    return bitcast<f32>(s | ((m << 13u) + 0x38000000u));
+    let normal = select((m << 13u) + 0x38000000u, 0x7f800000u, m >= 0x7c00u);
+    let sub = bitcast<u32>(f32(m) * 5.9604644775390625e-8);
+    return bitcast<f32>(s | select(normal, sub, m < 0x400u));
 }
 
-// f32 -> F16 bits, round to nearest even by integer arithmetic: overflow to ±inf, F16 subnormals, NaN ->
-// the canonical quiet NaN. (Matches half::f16::from_f32.)
+// |f| -> F16 bits (sign clear), round to nearest even: overflow to inf, F16 subnormals. For an f that is
+// not NaN and not an f32 subnormal (products of F16 values are at least 2^-48).
+fn f16_magnitude(f: f32) -> u32 {
+    let a = bitcast<u32>(f) & 0x7fffffffu;
+    // Normal F16: drop 13 mantissa bits, rounding to nearest even (a carry into the exponent is right).
+    let normal = (a - 0x38000000u + 0xfffu + ((a >> 13u) & 1u)) >> 13u;
+    // Below 2^-14: the value in units of 2^-24 (exact: a power-of-two scaling of an f32 normal), rounded
+    // half to even by `round`; 1024 (2^-14 itself) is the smallest normal's encoding.
+    let sub = u32(round(abs(f) * 16777216.0));
+    return select(select(sub, normal, a >= 0x38800000u), 0x7c00u, a >= 0x477ff000u);
+}
+
+// f32 -> F16 bits, round to nearest even: overflow to ±inf, F16 subnormals, NaN -> the canonical quiet
+// NaN. (Matches half::f16::from_f32.) For an f that is not an f32 subnormal.
 fn f32_to_f16(f: f32) -> u32 {
     let b = bitcast<u32>(f);
     let s = (b >> 16u) & 0x8000u;
-    let a = b & 0x7fffffffu;
-    if a > 0x7f800000u {
-        return F16_QNAN;
-    }
-    if a >= 0x477ff000u {
-        return s | 0x7c00u;
-    }
-    if a >= 0x38800000u {
-        return s | ((a - 0x38000000u + 0xfffu + ((a >> 13u) & 1u)) >> 13u);
-    }
-    // Below 2^-14: m · 2^(e - 150) in units of 2^-24, rounded to nearest even (0 below 2^-25).
-    let e = a >> 23u;
-    let m = (a & 0x7fffffu) | 0x800000u;
-    let sh = min(126u - e, 25u);
-    return s | ((m + (1u << (sh - 1u)) - 1u + ((m >> sh) & 1u)) >> sh);
+    return select(s | f16_magnitude(f), F16_QNAN, (b & 0x7fffffffu) > 0x7f800000u);
 }
 
 fn f16_nan(x: u32) -> bool {
@@ -301,11 +302,12 @@ fn act_f16(r: u32, act: u32) -> u32 {
     if act == 0u {
         return r;
     }
-    if f16_nan(r) {
-        return F16_QNAN;
-    }
-    let f = f16_to_f32(r);
-    return f32_to_f16(f * f);
+    // r to f32 by a shift and an add alone: exact for normal r; inf is read as 2^16, whose square
+    // overflows to inf as inf's does; zero and subnormal r land in [2^-15, 2^-14), and their squares,
+    // like the true ones (below 2^-28), round to +0.
+    let m = r & 0x7fffu;
+    let f = bitcast<f32>(select((m << 13u) + 0x38000000u, 0x47800000u, m >= 0x7c00u));
+    return select(f16_magnitude(f * f), F16_QNAN, f16_nan(r));
 }
 
 fn grad_f16(r: u32, g: u32, act: u32) -> u32 {
@@ -313,18 +315,12 @@ fn grad_f16(r: u32, g: u32, act: u32) -> u32 {
     if act == 0u {
         return select(0u, g, pos);
     }
-    if !pos {
-        return 0u;
-    }
-    if f16_nan(g) {
-        return F16_QNAN;
-    }
-    // t = f16(g * r): the f32 product is exact; a NaN t (0 · inf) stays NaN through t + t.
     // dr = f16(2 · g · r), rounded once: g · r and its double are exact in f32, and Burn's fused
     // element-wise kernel does not round g · r to F16 before the sum (docs/FUSED.md). A NaN (0 · inf)
-    // becomes the canonical NaN in f32_to_f16.
+    // becomes the canonical NaN in f32_to_f16; a NaN g is tested on its bits (f16_to_f32 reads it as inf).
     let t = f16_to_f32(g) * f16_to_f32(r);
-    return f32_to_f16(t * 2.0);
+    let d = select(f32_to_f16(t * 2.0), F16_QNAN, f16_nan(g));
+    return select(0u, d, pos);
 }
 
 fn relu_word_f16(w: u32) -> u32 {

@@ -20,6 +20,7 @@ pub fn tests() -> Vec<Test> {
     vec![
         vulkan_test!(fused_f32_forward_backward_match_cpu_and_dense),
         vulkan_test!(fused_f16_forward_backward_match_cpu_and_dense),
+        vulkan_test!(fused_f16_every_value),
         vulkan_test!(fused_f32_f16_sign_pack_and_refusals),
     ]
 }
@@ -237,6 +238,31 @@ fn fused_f16_forward_backward_match_cpu_and_dense(ctx: GpuContext) {
                 let (z, g) = (le(&z, |x| x.to_le_bytes().to_vec()), le(&g, |x| x.to_le_bytes().to_vec()));
                 case(&ctx, &codec, &dense, DType::F16, &z, &g, act, Options::default());
             }
+        }
+    }
+}
+
+/// F16 exhaustively: z takes every one of the 65,536 bit patterns in each of four blocks (in a different
+/// scrambled order per block, so zeros, subnormals, normals, infinities and NaNs share subgroups), and g
+/// every pattern too, paired differently per block. So the forward (an element-wise map of z) is checked
+/// for every input, and the backward's one rounding of 2·g·r on 262,144 pairs, among them ties,
+/// subnormal and overflowing results. The F16 kernels select among their classes without branches
+/// (lib/act.wgsl): a wrong class boundary fails here.
+fn fused_f16_every_value(ctx: GpuContext) {
+    let dense = DenseAct::new(&ctx.device).unwrap();
+    let mut z = Vec::with_capacity(4 << 16);
+    let mut g = Vec::with_capacity(4 << 16);
+    for k in 0..4u32 {
+        for i in 0..1u32 << 16 {
+            // Odd multipliers: each block is a permutation of all 16-bit patterns.
+            z.push((i.wrapping_mul(40503).wrapping_add(k * 12345) & 0xffff) as u16);
+            g.push(((i ^ (i >> 7)).wrapping_mul(0x2f1b + 2 * k).wrapping_add(k * 0x1234) & 0xffff) as u16);
+        }
+    }
+    let (z, g) = (le(&z, |x| x.to_le_bytes().to_vec()), le(&g, |x| x.to_le_bytes().to_vec()));
+    for codec in codecs(&ctx) {
+        for act in [Activation::Relu, Activation::Relu2] {
+            case(&ctx, &codec, &dense, DType::F16, &z, &g, act, Options::default());
         }
     }
 }
