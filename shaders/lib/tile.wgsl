@@ -106,7 +106,8 @@ fn stream_words(count: u32, width: u32) -> u32 {
 // Sized to fit because every byte of workgroup memory costs occupancy on the H200 (PERFORMANCE.md).
 override SCAN_SLOTS: u32 = 32u;
 #if BITS32
-var<workgroup> scan_sg: array<vec4<u32>, SCAN_SLOTS>;
+// 32-bit elements: the eight rounds already packed two per component (`pack_counts`).
+alias ScanVec = vec4<u32>;
 #else
 // 16- and 8-bit elements: two rounds share a word (round 2i in the low half, 2i + 1 in the high half),
 // so the scan moves half the words: half the subgroup shuffles and adds, half the slots. Every count is
@@ -116,8 +117,10 @@ var<workgroup> scan_sg: array<vec4<u32>, SCAN_SLOTS>;
 // -> 0.385 / 0.328 / 0.315, fused backward 2-3 % faster, at the same register counts (32, 31); the
 // variants with u32 staging (adapters without 16-bit types) went 40 -> 28-32 registers (docs/PERFORMANCE.md,
 // twentieth session).
-var<workgroup> scan_sg: array<vec2<u32>, SCAN_SLOTS>;
+alias ScanVec = vec2<u32>;
 #endif
+var<workgroup> scan_sg: array<ScanVec, SCAN_SLOTS>;
+
 #else
 var<workgroup> scan_sh: array<vec4<u32>, WG>;
 #endif
@@ -133,42 +136,32 @@ struct ScanOut {
 fn wg_scan(c: vec4<u32>, li: u32, sg_lane: u32, sg_size: u32) -> ScanOut {
     var out: ScanOut;
 #if SUBGROUP
-#if !BITS32
-    let pc = vec2<u32>(c.x | (c.y << 16u), c.z | (c.w << 16u));
-    let pincl = subgroupInclusiveAdd(pc);
-    let psg = li / sg_size;
-    if sg_lane == sg_size - 1u {
-        scan_sg[psg] = pincl;
-    }
-    workgroupBarrier();
-    var pbase = vec2<u32>(0u);
-    var ptot = vec2<u32>(0u);
-    for (var i = 0u; i < WG / sg_size; i++) {
-        let t = scan_sg[i];
-        pbase += select(vec2<u32>(0u), t, i < psg);
-        ptot += t;
-    }
-    let pex = pbase + pincl - pc;
-    out.excl = vec4<u32>(pex.x & 0xffffu, pex.x >> 16u, pex.y & 0xffffu, pex.y >> 16u);
-    out.total = vec4<u32>(ptot.x & 0xffffu, ptot.x >> 16u, ptot.y & 0xffffu, ptot.y >> 16u);
-    return out;
+#if BITS32
+    let c2 = c;
 #else
-    let incl = subgroupInclusiveAdd(c);
+    let c2 = vec2<u32>(c.x | (c.y << 16u), c.z | (c.w << 16u));
+#endif
+    let incl = subgroupInclusiveAdd(c2);
     let sg = li / sg_size;
     if sg_lane == sg_size - 1u {
         scan_sg[sg] = incl;
     }
     workgroupBarrier();
-    var base = vec4<u32>(0u);
-    var tot = vec4<u32>(0u);
+    var base = ScanVec(0u);
+    var tot = ScanVec(0u);
     let nsg = WG / sg_size;
     for (var i = 0u; i < nsg; i++) {
         let t = scan_sg[i];
-        base += select(vec4<u32>(0u), t, i < sg);
+        base += select(ScanVec(0u), t, i < sg);
         tot += t;
     }
-    out.excl = base + incl - c;
+#if BITS32
+    out.excl = base + incl - c2;
     out.total = tot;
+#else
+    let ex = base + incl - c2;
+    out.excl = vec4<u32>(ex.x & 0xffffu, ex.x >> 16u, ex.y & 0xffffu, ex.y >> 16u);
+    out.total = vec4<u32>(tot.x & 0xffffu, tot.x >> 16u, tot.y & 0xffffu, tot.y >> 16u);
 #endif
 #else
     // Hillis-Steele inclusive scan in shared memory.
