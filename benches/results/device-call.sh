@@ -1,0 +1,38 @@
+# Sourced by the device-call scripts (benches/results/ab-*/run*.sh from the twentieth session on, and
+# experiments/*/next-call.sh): the loader set-up of docs/DEVICE.md and one bench run per call of
+# `bench_run`, each followed by a tar of the results folder into $OUT (the device tool returns at most
+# 8 files of a call, and a call cut short still returns what finished).
+#
+# Before sourcing: R (the results folder, e.g. /tmp/resN); optional LIMIT (seconds after the call's
+# start past which further runs are skipped; 480 by default).
+set -u
+T0=$(date +%s)
+LIMIT=${LIMIT:-480}
+for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null 2>&1; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export VK_ICD_FILENAMES=$VK_DRIVER_FILES
+mkdir -p "$R"
+
+# Tar the results folder into $OUT/<its name>.tgz.
+save_results() {
+  tar czf "$OUT/$(basename "$R").tgz" -C "$(dirname "$R")" "$(basename "$R")"
+}
+
+# bench_run NAME BIN [VAR=VALUE ...]: .devbin/BIN (a stripped `codec` bench binary) with the variables
+# set; its log and bench.json land in $R as NAME.log / NAME.json.
+bench_run() {
+  local name=$1 bin=$2
+  shift 2
+  if [ $(($(date +%s) - T0)) -gt "$LIMIT" ]; then
+    echo "$name skipped"
+    return
+  fi
+  local t0
+  t0=$(date +%s)
+  env "$@" ".devbin/$bin" --no-progress --out "/tmp/o_$name" > "$R/$name.log" 2>&1
+  local rc=$?
+  cp "/tmp/o_$name/bench.json" "$R/$name.json" 2>/dev/null
+  echo "$name rc=$rc $(($(date +%s) - t0))s"
+  save_results
+}
