@@ -119,10 +119,6 @@ fn fp8_lut_vec(v: vec4<u32>) -> vec4<u32> {
 const STORE_BITS: u32 = BITS;
 #endif
 
-// Rounds whose stream words the fused backward gathers at once (1, 4 and 8 measured too: 1 and 4 the
-// same, 8 slower for F32; benches/results/experiments/fused-backward-group.patch).
-const FB_GROUP: u32 = 2u;
-
 // Word offset (in `vals_in` / the arena) of this workgroup's tile stream.
 var<private> stream_base: u32;
 
@@ -318,17 +314,34 @@ fn decompress(
         let mw = mask_word_of(r, li);
         var bits = 0u;
         if mw * 32u < tile_len {
-            bits = (get_mask(p.mask_idx + tile * TILE_MASK_WORDS + mw) >> mask_shift_of(li)) & ((1u << EPV) - 1u);
+            bits = (get_mask(p.mask_idx + tile * TILE_MASK_WORDS + mw) >> mask_shift_of(li)) & ROUND_BITS_MASK;
         }
         m[r] = bits;
     }
     // Round r's first value: this thread's exclusive prefix in round r plus the totals of rounds < r.
+#if BITS32
+    // 32-bit elements keep no array across the decode loop: the eight rounds' 4-bit masks in one word
+    // and their starts packed two per component (16 bits each), both rotated a round at a time, so
+    // every index is a constant, and each round is gathered in the round that decodes it. The fused
+    // backward's earlier form (the rounds' masks, starts and gathered words in arrays, gathered two
+    // rounds at a time) held 38 registers and 192 B of local memory on the H200, this one 32 and none;
+    // 201M F32, ρ = 0.5 / 0.176 / 0.05, the same call, each binary twice: dL/dz only 0.848 / 0.787 /
+    // 0.748 -> 0.526 / 0.480 / 0.451 ms, with `a` 1.083 / 1.022 / 0.995 -> 0.738 / 0.678 / 0.651 (the
+    // plain backward 0.602 / 0.601 / 0.600). The plain decompress, which gathered every round before
+    // decoding any (48 registers and 4 KB of shared memory in the driver's statistics), 0.353 / 0.306 /
+    // 0.280 -> 0.343 / 0.285 / 0.258 (32 registers, 512 B; docs/PERFORMANCE.md, twenty-first session).
+    var mrot = 0u;
+    for (var r = 0u; r < ROUNDS; r++) {
+        mrot |= m[r] << (r * EPV);
+    }
+    var srot = round_starts_packed(m, li, sg_lane, sg_size);
+#else
     let starts = round_starts(m, li, sg_lane, sg_size).starts;
     // Every round's stream words are loaded before any round is decoded (in the same loop, one round at
     // a time, the plain decompress was 1-8 % slower on the H200: BF16 0.189 / 0.164 / 0.161 -> 0.191 /
-    // 0.172 / 0.170 ms at ρ = 0.5 / 0.05 / 0.01, e4m3 and F32 7-8 %). The fused backward, whose g loads
-    // and activation math need registers too, gathers each round in the round that uses it (F32 in
-    // groups, below).
+    // 0.172 / 0.170 ms at ρ = 0.5 / 0.05 / 0.01, e4m3 7-8 %; F32 too while its rounds lived in arrays,
+    // see above). The fused backward, whose g loads
+    // and activation math need registers too, gathers each round in the round that uses it.
     var xs: array<vec4<u32>, ROUNDS>;
 #if !FUSED_BWD
     if in_binding {
@@ -341,30 +354,26 @@ fn decompress(
         }
     }
 #endif
+#endif
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
+#if BITS32
+        let mr = mrot & ROUND_BITS_MASK;
+        mrot >>= EPV;
+        let k0 = srot.x & 0xffffu;
+        srot = vec4<u32>(srot.y, srot.z, srot.w, srot.x >> 16u);
+        var v = deposit_round(mr, gather_tile_round(mr, k0, width, in_binding), width);
+#else
         let mr = m[r];
 #if FUSED_BWD
-#if BITS32
-        // The same pairs of rounds, written as a loop over every round: for F32 (8 rounds) the driver
-        // compiles this form faster (H200, 201M, ρ = 0.176: 0.882 -> 0.784 ms dL/dz only, 1.110 ->
-        // 1.015 ms with `a`; BF16 slower in that form, 0.377 -> 0.413; docs/PERFORMANCE.md).
-        if (r % FB_GROUP) == 0u {
-            for (var j = 0u; j < ROUNDS; j++) {
-                if j >= r && j < r + FB_GROUP {
-                    xs[j] = gather_tile_round(m[j], starts[j], width, in_binding);
-                }
-            }
-        }
-#else
         // One round at a time, not two (the two-round form held 32 registers, this one 38: not an
         // occupancy gain): dL/dz only 0.406 / 0.378 / 0.367 -> 0.343 / 0.339 / 0.336 ms at ρ = 0.5 /
         // 0.176 / 0.05, with `a` 0.512 / 0.481 / 0.467 -> 0.435 / 0.431 / 0.429 (201M BF16 on the H200;
         // sign-packed 0.382 -> 0.359 and 0.478 -> 0.454 at 0.05; docs/PERFORMANCE.md, eighteenth session).
         xs[r] = gather_tile_round(mr, starts[r], width, in_binding);
 #endif
-#endif
         var v = deposit_round(mr, xs[r], width);
+#endif
 #if FP8_STORE
         v = fp8_lut_vec(v);
 #endif

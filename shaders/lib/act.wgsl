@@ -262,7 +262,8 @@ const F16_QNAN: u32 = 0x7e00u;
 // 0.176 / 0.05, the same call as the branching form): plain forward 0.566 / 0.566 / 0.560 -> 0.354 ms
 // at every ρ, fused forward 0.786 / 0.733 / 0.716 -> 0.572 / 0.515 / 0.504, fused backward with `a`
 // 1.139 / 1.135 / 1.054 -> 0.933 / 0.932 / 0.861; the backward without `a` 0.4-1.6 % slower and the
-// plain backward 2.5-5 % (docs/PERFORMANCE.md, twentieth session).
+// plain backward 2.5-5 % (docs/PERFORMANCE.md, twentieth session), so `grad_f16` converts with the
+// branching forms below (twenty-first session).
 
 // F16 bits (low 16 bits of `h`) -> f32 (no f32 subnormal is formed: an F16 subnormal m · 2^-24 is an
 // f32 normal). Not for NaN.
@@ -319,16 +320,56 @@ fn grad_f16(r: u32, g: u32, act: u32) -> u32 {
     if act == 0u {
         return select(0u, g, pos);
     }
-    // The one branch kept: at low density most words of a subgroup have no positive r and skip the
-    // math (without it, H200, 201M F16, ρ = 0.05: the fused backward 0.617 -> 0.699 ms).
     if !pos {
         return 0u;
     }
+    if f16_nan(g) {
+        return F16_QNAN;
+    }
     // dr = f16(2 · g · r), rounded once: g · r and its double are exact in f32, and Burn's fused
-    // element-wise kernel does not round g · r to F16 before the sum (docs/FUSED.md). A NaN (0 · inf)
-    // becomes the canonical NaN in f32_to_f16; a NaN g is tested on its bits (f16_to_f32 reads it as inf).
-    let t = f16_to_f32(g) * f16_to_f32(r);
-    return select(f32_to_f16(t * 2.0), F16_QNAN, f16_nan(g));
+    // element-wise kernel does not round g · r to F16 before the sum (docs/FUSED.md). Here, past the
+    // early outs, the conversions branch on the class (`_by_class`): only positive r reach them, and the
+    // branching forms were faster in the backward (H200, 201M F16, ρ = 0.5 / 0.176 / 0.05, the same call,
+    // each binary twice: fused backward dL/dz 0.700 / 0.699 / 0.628 -> 0.693 / 0.689 / 0.615 ms, with `a`
+    // 0.933 / 0.932 / 0.861 -> 0.924 / 0.920 / 0.845, plain backward 0.580 / 0.579 / 0.517 -> 0.565 / 0.562
+    // / 0.490;
+    // docs/PERFORMANCE.md, twenty-first session). The forward's branch-free forms stay above.
+    let t = f16_to_f32_by_class(g) * f16_to_f32_by_class(r);
+    return f32_to_f16_by_class(t * 2.0);
+}
+
+// `f16_to_f32` with a branch per class (zero and subnormal, inf, normal). Not for NaN.
+fn f16_to_f32_by_class(h: u32) -> f32 {
+    let m = h & 0x7fffu;
+    let s = (h & 0x8000u) << 16u;
+    if m < 0x400u {
+        return bitcast<f32>(s | bitcast<u32>(f32(m) * 5.9604644775390625e-8));
+    }
+    if m >= 0x7c00u {
+        return bitcast<f32>(s | 0x7f800000u);
+    }
+    return bitcast<f32>(s | ((m << 13u) + 0x38000000u));
+}
+
+// `f32_to_f16` with a branch per class (NaN, overflow, normal, subnormal); the subnormal's rounding
+// to nearest even by integer arithmetic. For an f that is not an f32 subnormal.
+fn f32_to_f16_by_class(f: f32) -> u32 {
+    let b = bitcast<u32>(f);
+    let s = (b >> 16u) & 0x8000u;
+    let a = b & 0x7fffffffu;
+    if a > 0x7f800000u {
+        return F16_QNAN;
+    }
+    if a >= 0x477ff000u {
+        return s | 0x7c00u;
+    }
+    if a >= 0x38800000u {
+        return s | ((a - 0x38000000u + 0xfffu + ((a >> 13u) & 1u)) >> 13u);
+    }
+    let e = a >> 23u;
+    let m = (a & 0x7fffffu) | 0x800000u;
+    let sh = min(126u - e, 25u);
+    return s | ((m + (1u << (sh - 1u)) - 1u + ((m >> sh) & 1u)) >> sh);
 }
 
 fn relu_word_f16(w: u32) -> u32 {

@@ -78,6 +78,9 @@ fn mask_shift_of(li: u32) -> u32 {
     return (li % (32u / EPV)) * EPV;
 }
 
+// One thread's mask bits of one round (its EPV elements).
+const ROUND_BITS_MASK: u32 = (1u << EPV) - 1u;
+
 #if BITS32
 // 32-bit elements take 8 rounds, but the scan below takes one vec4 (4 rounds) per thread: rounds r and
 // r + 4 share component r, round r in the low 16 bits and round r + 4 in the high 16 bits. No half can
@@ -204,6 +207,21 @@ fn logical_index(lid: u32, sg_id: u32, sg_lane: u32, sg_size: u32) -> u32 {
 struct RoundStarts {
     starts: array<u32, 8>,
     total: u32,
+}
+
+// The same starts packed like `pack_counts`: round r in half r / 4 of component r % 4.
+fn round_starts_packed(m: array<u32, ROUNDS>, li: u32, sg_lane: u32, sg_size: u32) -> vec4<u32> {
+    return starts_packed(wg_scan(pack_counts(m), li, sg_lane, sg_size));
+}
+
+// Each round's first value from a scan of packed counts, packed as they are.
+fn starts_packed(s: ScanOut) -> vec4<u32> {
+    let t = s.total;
+    // Both halves at once: rounds 0-3 (low) and 4-7 (high) before each component's round, then the
+    // low rounds' total added to every high half. No half carries: a tile holds at most 4,096 values.
+    let p = vec4<u32>(0u, t.x, t.x + t.y, t.x + t.y + t.z);
+    let low_total = (p.w + t.w) & 0xffffu;
+    return s.excl + p + vec4<u32>(low_total << 16u);
 }
 
 fn round_starts(m: array<u32, ROUNDS>, li: u32, sg_lane: u32, sg_size: u32) -> RoundStarts {
