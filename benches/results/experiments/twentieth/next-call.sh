@@ -1,4 +1,5 @@
 #!/bin/bash
+# (Run in the twenty-first session as its call 1: ../../ab-twentyfirst/run39.sh, results call1-*.)
 # Prepared for the next session (not run: the twentieth session's device time was spent). Times, each
 # against fd1d630 / 87c62eb (the same shaders; codec_n) in the same call, each binary twice, interleaved:
 #   GB16 (codec_x: GB16.patch, the F16 backward's grad with f86630c's branching conversions), F16
