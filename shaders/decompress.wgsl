@@ -340,8 +340,8 @@ fn decompress(
     // Every round's stream words are loaded before any round is decoded (in the same loop, one round at
     // a time, the plain decompress was 1-8 % slower on the H200: BF16 0.189 / 0.164 / 0.161 -> 0.191 /
     // 0.172 / 0.170 ms at ρ = 0.5 / 0.05 / 0.01, e4m3 7-8 %; F32 too while its rounds lived in arrays,
-    // see above). The fused backward, whose g loads
-    // and activation math need registers too, gathers each round in the round that uses it.
+    // see above). The fused backward, whose g loads and activation math need registers too, gathers
+    // each round in the round that uses it.
     var xs: array<vec4<u32>, ROUNDS>;
 #if !FUSED_BWD
     if in_binding {
