@@ -326,7 +326,7 @@ fn decompress(
     // backward's earlier form (the rounds' masks, starts and gathered words in arrays, gathered two
     // rounds at a time) held 38 registers and 192 B of local memory on the H200, this one 32 and none;
     // 201M F32, ρ = 0.5 / 0.176 / 0.05, the same call, each binary twice: dL/dz only 0.848 / 0.787 /
-    // 0.748 -> 0.526 / 0.480 / 0.451 ms, with `a` 1.083 / 1.022 / 0.995 -> 0.738 / 0.678 / 0.651 (the
+    // 0.748 -> 0.526 / 0.480 / 0.451 ms, with `a` 1.083 / 1.023 / 0.995 -> 0.738 / 0.678 / 0.651 (the
     // plain backward 0.602 / 0.601 / 0.600). The plain decompress, which gathered every round before
     // decoding any (48 registers and 4 KB of shared memory in the driver's statistics), 0.353 / 0.306 /
     // 0.280 -> 0.343 / 0.285 / 0.258 (32 registers, 512 B; docs/PERFORMANCE.md, twenty-first session).

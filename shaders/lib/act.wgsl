@@ -330,8 +330,8 @@ fn grad_f16(r: u32, g: u32, act: u32) -> u32 {
     // element-wise kernel does not round g · r to F16 before the sum (docs/FUSED.md). Here, past the
     // early outs, the conversions branch on the class (`_by_class`): only positive r reach them, and the
     // branching forms were faster in the backward (H200, 201M F16, ρ = 0.5 / 0.176 / 0.05, the same call,
-    // each binary twice: fused backward dL/dz 0.700 / 0.699 / 0.628 -> 0.693 / 0.689 / 0.615 ms, with `a`
-    // 0.933 / 0.932 / 0.861 -> 0.924 / 0.920 / 0.845, plain backward 0.580 / 0.579 / 0.517 -> 0.565 /
+    // each binary twice: fused backward dL/dz 0.700 / 0.699 / 0.628 -> 0.694 / 0.689 / 0.615 ms, with `a`
+    // 0.933 / 0.933 / 0.862 -> 0.924 / 0.919 / 0.845, plain backward 0.580 / 0.579 / 0.517 -> 0.566 /
     // 0.562 / 0.490; docs/PERFORMANCE.md, twenty-first session). The forward's branch-free forms stay
     // above.
     let t = f16_to_f32_by_class(g) * f16_to_f32_by_class(r);
