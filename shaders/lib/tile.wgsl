@@ -211,11 +211,7 @@ struct RoundStarts {
 
 // The same starts packed like `pack_counts`: round r in half r / 4 of component r % 4.
 fn round_starts_packed(m: array<u32, ROUNDS>, li: u32, sg_lane: u32, sg_size: u32) -> vec4<u32> {
-    return starts_packed(wg_scan(pack_counts(m), li, sg_lane, sg_size));
-}
-
-// Each round's first value from a scan of packed counts, packed as they are.
-fn starts_packed(s: ScanOut) -> vec4<u32> {
+    let s = wg_scan(pack_counts(m), li, sg_lane, sg_size);
     let t = s.total;
     // Both halves at once: rounds 0-3 (low) and 4-7 (high) before each component's round, then the
     // low rounds' total added to every high half. No half carries: a tile holds at most 4,096 values.
