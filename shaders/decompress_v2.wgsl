@@ -4,8 +4,8 @@
 // A tile of any encoding becomes a 128-word mask, one word per thread, then every thread writes whole
 // output words:
 //   mask       the thread's own mask word of the tile;
-//   positions  the Elias–Fano upper words are read one per thread, their ones counted and scanned across
-//              the workgroup, and every one becomes its position (high part = its bit index minus its
+//   positions  the Elias–Fano upper bits are read in chunks of 1 to 32 bits, one per thread, their
+//              ones counted and scanned across the workgroup, and every one becomes its position (high part = its bit index minus its
 //              rank, low part from the lower bits), set in a mask in workgroup memory with an atomicOr;
 //   empty      an empty mask;
 //   raw        no mask: element e is value e.
@@ -14,9 +14,9 @@
 // loads, and the codes of an output word are decoded on all its element lanes at once.
 //
 // No workgroup waits on another, and every loop has a trip count bounded by the tile geometry (at most
-// 32 per upper word and 2 passes of 128 words), so nothing assumes forward progress. One module per
-// element width (`BITS8`, `BITS32`, else 16 bits); the mantissa width comes from the uniform. The host
-// validates the stream first.
+// 32 per chunk of upper bits and 2 passes of 128 chunks), so nothing assumes forward progress. One
+// module per element width (`BITS8`, `BITS32`, else 16 bits); the mantissa width comes from the
+// uniform. The host validates the stream first.
 
 struct Params {
     tiles: u32,        // tiles of this dispatch
@@ -349,19 +349,31 @@ fn decompress_v2(
         atomicStore(&wg_mask[lid], 0u);
         workgroupBarrier();
         let ulen = k + ((len - 1u) >> l) + 1u;
-        let uwords = (ulen + 31u) / 32u;
+        // The upper bits in chunks of `cb` bits a thread: one word a thread, or, where the vector has at
+        // most 4 · WG bits, the smallest power of two that puts every chunk in one round, so its few ones
+        // spread over the workgroup's subgroups instead of looping on a few threads of one (ρ = 0.01,
+        // L = 6: 105 bits, 41 ones, 10 a thread on 4 threads in words, at most 1 on 105 in 1-bit
+        // chunks). On the H200 (201M BF16, call 1 of docs/PERFORMANCE.md's twenty-second session) the
+        // small chunks took 0.253 -> 0.241 ms at ρ = 0.01, 0.257 -> 0.248 at 0.02, 0.267 -> 0.259 at
+        // 0.05 (e4m3 sign-packed 0.213 -> 0.204, F16 and F32 2-4 %); used for longer vectors too they
+        // were slower, 0.293 -> 0.301 at ρ = 0.176 (16-bit chunks) and 0.273 -> 0.276 at 0.1 (8-bit):
+        // every subgroup of a loop pays its slowest thread, and four subgroups each waiting on their
+        // fullest chunk issue more iterations than two waiting on their fullest word.
+        let q = (ulen + WG - 1u) / WG;
+        let cb = select(32u, select(2u << firstLeadingBit(q - 1u), 1u, q <= 1u), q <= 4u);
+        let chunks = (ulen + cb - 1u) / cb;
         var ones_before = 0u;
-        for (var round = 0u; round * WG < uwords; round++) {
+        for (var round = 0u; round * WG < chunks; round++) {
             let j = round * WG + lid;
             var w = 0u;
-            if j < uwords {
-                w = read_bits(k * l + j * 32u, min(32u, ulen - j * 32u));
+            if j < chunks {
+                w = read_bits(k * l + j * cb, min(cb, ulen - j * cb));
             }
             let s = scan_excl(countOneBits(w), lid);
             var r = ones_before + s.x;
             for (var m = w; m != 0u; m &= m - 1u) {
                 let b = firstTrailingBit(m);
-                let pos = ((j * 32u + b - r) << l) | low_part(r * l, l);
+                let pos = ((j * cb + b - r) << l) | low_part(r * l, l);
                 // In the tile for every valid stream; clamped so a corrupt one cannot write past the mask.
                 atomicOr(&wg_mask[min(pos >> 5u, 127u)], 1u << (pos & 31u));
                 r++;

@@ -90,6 +90,18 @@ fn push_zeros(w: &mut BitWriter<'_>, mut count: u64) {
 /// smallest of the four encodings (ties to the lower code), each with the value code of what it stores.
 /// Returns the descriptor and the tile's data words (little-endian bytes).
 pub(crate) fn encode_tile(len: u32, pos: &[u32], vals: &[u32], dtype: DType, sign_pack: bool) -> (TileDesc, Vec<u8>) {
+    encode_tile_as(len, pos, vals, dtype, sign_pack, false)
+}
+
+/// [`encode_tile`], or with `positions` a positions tile wherever its descriptor is valid.
+fn encode_tile_as(
+    len: u32,
+    pos: &[u32],
+    vals: &[u32],
+    dtype: DType,
+    sign_pack: bool,
+    positions: bool,
+) -> (TileDesc, Vec<u8>) {
     let k = pos.len() as u32;
     if k == 0 {
         return (TileDesc::EMPTY, Vec::new());
@@ -105,6 +117,9 @@ pub(crate) fn encode_tile(len: u32, pos: &[u32], vals: &[u32], dtype: DType, sig
         {
             best = cand;
         }
+    }
+    if positions && sparse(enc::POSITIONS).check(dtype, sign_pack, len).is_ok() {
+        best = sparse(enc::POSITIONS);
     }
     let words = best.words(dtype, sign_pack, len) as usize;
     let mut out = vec![0u8; words * 4];
@@ -395,6 +410,18 @@ fn elem(bytes: &[u8], eb: usize, i: usize) -> u32 {
 /// Errors as [`compress`](super::compress): [`Error::PartialElement`], [`Error::TooLarge`],
 /// [`Error::SignBitSet`] with the first offending element.
 pub fn compress_v2(data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
+    compress_v2_as(data, dtype, options, false)
+}
+
+/// A valid version-2 stream of `data` whose every nonempty tile is a positions tile wherever its
+/// descriptor allows one (the others as [`compress_v2`] writes them) — Elias–Fano fields at every low-bit
+/// width, `L = 0` and upper bit vectors of up to `2 · len` bits included, which no size-picking writer
+/// produces. For tests of every decoder.
+pub fn compress_v2_positions(data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
+    compress_v2_as(data, dtype, options, true)
+}
+
+fn compress_v2_as(data: &[u8], dtype: DType, options: Options, positions: bool) -> Result<Vec<u8>> {
     let eb = dtype.bytes() as usize;
     if data.len() % eb != 0 {
         return Err(Error::PartialElement { bytes: data.len() as u64, elem_bytes: eb as u64 });
@@ -417,7 +444,7 @@ pub fn compress_v2(data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8
                 vals.push(v);
             }
         }
-        tiles.push(encode_tile((chunk.len() / eb) as u32, &pos, &vals, dtype, options.sign_pack));
+        tiles.push(encode_tile_as((chunk.len() / eb) as u32, &pos, &vals, dtype, options.sign_pack, positions));
     }
     let refs: Vec<(TileDesc, &[u8])> = tiles.iter().map(|(d, b)| (*d, b.as_slice())).collect();
     assemble(&layout, &refs, 0, 0)

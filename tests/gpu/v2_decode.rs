@@ -17,6 +17,7 @@ pub fn tests() -> Vec<Test> {
         vulkan_test!(v2_gpu_decode_matrix),
         vulkan_test!(v2_gpu_decode_relu2_every_encoding),
         vulkan_test!(v2_gpu_decode_tile_starts_shuffled),
+        vulkan_test!(v2_gpu_decode_positions_every_low_width),
         vulkan_test!(v2_gpu_decode_2d_grid_and_pieces),
         vulkan_test!(v2_gpu_decode_api_errors),
         gl_test!(v2_gl_decode_matrix),
@@ -112,6 +113,36 @@ fn v2_gpu_decode_tile_starts_shuffled(ctx: GpuContext) {
             let got = decode_direct(&ctx, &codec, &layout, &shuffled);
             assert_eq!(got, bytes, "tile starts through Codec::decompress_v2, {dtype} ρ={density}");
         }
+    }
+}
+
+/// Positions tiles at every density (`cpu::v2::compress_v2_positions`): Elias–Fano low widths from 12
+/// down to 0 and upper bit vectors from a few bits to `2 · 4096` (two rounds of chunks), which the
+/// size-picking writer never emits, on both codec paths.
+fn v2_gpu_decode_positions_every_low_width(ctx: GpuContext) {
+    let subgroup = Codec::new(&ctx.device).unwrap();
+    let portable = Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap();
+    let mut widths = std::collections::BTreeSet::new();
+    for dtype in [DType::Bf16, DType::F32, DType::E4m3] {
+        for (i, &density) in [0.0005, 0.003, 0.02, 0.05, 0.1, 0.2, 0.3, 0.6, 0.9, 1.0].iter().enumerate() {
+            let n = 3 * 4096 + 100;
+            let bytes = cpu::synthetic_relu2(n, density, dtype, 900 + i as u64);
+            let s = cpu::v2::compress_v2_positions(&bytes, dtype, Options::default()).unwrap();
+            let (layout, _) = LayoutV2::from_header(&words(&s)).unwrap();
+            let w = words(&s);
+            for t in 0..layout.tiles {
+                let (d, _) = TileDesc::from_word(w[(layout.desc_offset + t) as usize]);
+                if d.enc == enc::POSITIONS {
+                    widths.insert(d.low_bits(layout.tile_len(t)));
+                }
+            }
+            for (codec, path) in [(&subgroup, "subgroup"), (&portable, "portable")] {
+                check(codec, &ctx, &s, &bytes, &format!("positions {dtype} ρ={density} {path}"));
+            }
+        }
+    }
+    for l in [0, 1, 2, 3, 4, 5, 8] {
+        assert!(widths.contains(&l), "no positions tile with L = {l}: {widths:?}");
     }
 }
 
