@@ -5,8 +5,9 @@
 // output words:
 //   mask       the thread's own mask word of the tile;
 //   positions  the Elias–Fano upper bits are read in chunks of 1 to 32 bits, one per thread, their
-//              ones counted and scanned across the workgroup, and every one becomes its position (high part = its bit index minus its
-//              rank, low part from the lower bits), set in a mask in workgroup memory with an atomicOr;
+//              ones counted and scanned across the workgroup, and every one becomes its position
+//              (high part = its bit index minus its rank, low part from the lower bits), set in a mask
+//              in workgroup memory with an atomicOr;
 //   empty      an empty mask;
 //   raw        no mask: element e is value e.
 // A value's rank is the scanned popcount of the mask words before its word plus the popcount below it
@@ -353,12 +354,12 @@ fn decompress_v2(
         // most 4 · WG bits, the smallest power of two that puts every chunk in one round, so its few ones
         // spread over the workgroup's subgroups instead of looping on a few threads of one (ρ = 0.01,
         // L = 6: 105 bits, 41 ones, 10 a thread on 4 threads in words, at most 1 on 105 in 1-bit
-        // chunks). On the H200 (201M BF16, call 1 of docs/PERFORMANCE.md's twenty-second session) the
-        // small chunks took 0.253 -> 0.241 ms at ρ = 0.01, 0.257 -> 0.248 at 0.02, 0.267 -> 0.259 at
-        // 0.05 (e4m3 sign-packed 0.213 -> 0.204, F16 and F32 2-4 %); used for longer vectors too they
-        // were slower, 0.293 -> 0.301 at ρ = 0.176 (16-bit chunks) and 0.273 -> 0.276 at 0.1 (8-bit):
-        // every subgroup of a loop pays its slowest thread, and four subgroups each waiting on their
-        // fullest chunk issue more iterations than two waiting on their fullest word.
+        // chunks). On the H200 (201M BF16, docs/PERFORMANCE.md, twenty-second session, call 3) 0.253 ->
+        // 0.237 ms at ρ = 0.01, 0.257 -> 0.246 at 0.02, 0.268 -> 0.256 at 0.05 (e4m3 sign-packed 0.202
+        // -> 0.185 at 0.01, F16 and F32 3-6 %). Used for longer vectors too (call 1) they were slower,
+        // 0.293 -> 0.301 at ρ = 0.176 (16-bit chunks) and 0.273 -> 0.276 at 0.1 (8-bit): every subgroup
+        // of the loop pays its fullest thread, and four subgroups each waiting on their fullest chunk
+        // issue more iterations than two waiting on their fullest word.
         let q = (ulen + WG - 1u) / WG;
         let cb = select(32u, select(2u << firstLeadingBit(q - 1u), 1u, q <= 1u), q <= 4u);
         let chunks = (ulen + cb - 1u) / cb;

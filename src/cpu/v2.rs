@@ -414,9 +414,9 @@ pub fn compress_v2(data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8
 }
 
 /// A valid version-2 stream of `data` whose every nonempty tile is a positions tile wherever its
-/// descriptor allows one (the others as [`compress_v2`] writes them) — Elias–Fano fields at every low-bit
-/// width, `L = 0` and upper bit vectors of up to `2 · len` bits included, which no size-picking writer
-/// produces. For tests of every decoder.
+/// descriptor allows one (the others as [`compress_v2`] writes them): Elias–Fano fields at every
+/// low-bit width, including `L = 0` and upper bit vectors of up to `2 · len` bits, which no
+/// size-picking writer produces. For tests of every decoder.
 pub fn compress_v2_positions(data: &[u8], dtype: DType, options: Options) -> Result<Vec<u8>> {
     compress_v2_as(data, dtype, options, true)
 }

@@ -155,6 +155,13 @@ proptest! {
         // Never larger than version 1 but for the directory's group bases (one word per 16 tiles).
         let v1 = cpu::compress(&data, dtype, o).unwrap();
         prop_assert!(s.len() <= v1.len() + 4 * (n.div_ceil(4096 * GROUP_TILES) as usize));
+        // Positions tiles wherever valid (low widths down to 0, which the size-picking writer never
+        // emits): both decoders, compaction keeps them, shuffled placement.
+        let forced = cpu::v2::compress_v2_positions(&data, dtype, o).unwrap();
+        prop_assert_eq!(&cpu::decompress(&forced).unwrap(), &data);
+        prop_assert_eq!(naive_decode_v2(&forced), elements(&data, dtype));
+        prop_assert_eq!(&cpu::compact(&forced).unwrap(), &forced);
+        prop_assert_eq!(&cpu::decompress(&cpu::v2::place_starts_shuffled(&forced, seed).unwrap()).unwrap(), &data);
     }
 
     /// Damaged streams are rejected with a typed error or decode to something; never a panic, never a

@@ -116,9 +116,9 @@ fn v2_gpu_decode_tile_starts_shuffled(ctx: GpuContext) {
     }
 }
 
-/// Positions tiles at every density (`cpu::v2::compress_v2_positions`): Elias–Fano low widths from 12
-/// down to 0 and upper bit vectors from a few bits to `2 · 4096` (two rounds of chunks), which the
-/// size-picking writer never emits, on both codec paths.
+/// Positions tiles at every density (`cpu::v2::compress_v2_positions`): Elias–Fano low widths from 11
+/// down to 0 and upper bit vectors from a few bits (1-bit chunks) to `2 · 4096` (two rounds of words),
+/// on both codec paths; the size-picking writer never emits L <= 1 or vectors past 2,048 bits.
 fn v2_gpu_decode_positions_every_low_width(ctx: GpuContext) {
     let subgroup = Codec::new(&ctx.device).unwrap();
     let portable = Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap();
