@@ -42,7 +42,6 @@ struct Params {
 
 #include "lib/elem.wgsl"
 #include "lib/v2.wgsl"
-const VEC_BITS_MASK: u32 = (1u << EPV) - 1u;
 
 var<workgroup> wg_mask: array<atomic<u32>, 128>;
 var<workgroup> wg_rank: array<vec2<u32>, 128>;
@@ -414,11 +413,11 @@ fn decompress_v2(
         var bits = 0u;
         var first = e0; // the rank of the vec's first code (the element index itself in a raw tile)
         if e0 < len {
-            bits = VEC_BITS_MASK;
+            bits = ROUND_BITS_MASK;
             if enc != 3u {
                 let mr = wg_rank[e0 >> 5u];
                 let sh = e0 & 31u;
-                bits = (mr.x >> sh) & VEC_BITS_MASK;
+                bits = (mr.x >> sh) & ROUND_BITS_MASK;
                 first = mr.y + countOneBits(mr.x & ((1u << sh) - 1u));
             }
             if e0 + EPV > len {

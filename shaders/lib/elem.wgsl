@@ -29,6 +29,7 @@ const VECS_PER_TILE: u32 = TILE * BITS / 128u;
 const EPW: u32 = 32u / BITS;                   // elements per word
 
 const WORD_BITS_MASK: u32 = (1u << EPW) - 1u; // one bit per element of a word
+const ROUND_BITS_MASK: u32 = (1u << EPV) - 1u; // one bit per element of a vec (a thread's round)
 
 // The four words of selection bits of a vec's element bits `mr` (element i of the vec at bit i).
 fn word_bits(mr: u32) -> vec4<u32> {

@@ -78,9 +78,6 @@ fn mask_shift_of(li: u32) -> u32 {
     return (li % (32u / EPV)) * EPV;
 }
 
-// One thread's mask bits of one round (its EPV elements).
-const ROUND_BITS_MASK: u32 = (1u << EPV) - 1u;
-
 #if BITS32
 // 32-bit elements take 8 rounds, but the scan below takes one vec4 (4 rounds) per thread: rounds r and
 // r + 4 share component r, round r in the low 16 bits and round r + 4 in the high 16 bits. No half can
