@@ -1,7 +1,8 @@
 # Sourced by the device-call scripts (benches/results/ab-*/run*.sh from the twentieth session on, and
 # experiments/*/next-call.sh): the loader set-up of docs/DEVICE.md and one bench run per call of
-# `bench_run`, each followed by a tar of the results folder into $OUT (the device tool returns at most
-# 8 files of a call, and a call cut short still returns what finished).
+# `bench_run` (one demo-trainer run per `burn_gpt_run`), each followed by a tar of the results folder
+# into $OUT (the device tool returns at most 8 files of a call, and a call cut short still returns what
+# finished).
 #
 # Before sourcing: R (the results folder, e.g. /tmp/resN); optional LIMIT (seconds after the call's
 # start past which further runs are skipped; 480 by default).
@@ -36,3 +37,18 @@ bench_run() {
   echo "$name rc=$rc $(($(date +%s) - t0))s"
   save_results
 }
+
+# burn_gpt_run NAME [ARG ...]: the demo trainer from .devbin/burn-gpt.xz (stripped and xz-compressed:
+# 95 MB stripped is past what a call carries; unpacked once into /tmp), run with the ARGs and `--json
+# --out $R/NAME.json --plot $R/NAME.svg`; its log lands in $R as NAME.log, then the results are saved.
+burn_gpt_run() {
+  local name=$1
+  shift
+  [ -x /tmp/burn-gpt ] || { xz -dc .devbin/burn-gpt.xz > /tmp/burn-gpt && chmod +x /tmp/burn-gpt; }
+  local t0
+  t0=$(date +%s)
+  /tmp/burn-gpt "$@" --json --out "$R/$name.json" --plot "$R/$name.svg" > "$R/$name.log" 2>&1
+  echo "burn-gpt rc=$? $(($(date +%s) - t0))s"
+  save_results
+}
+

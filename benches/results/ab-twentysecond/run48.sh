@@ -3,12 +3,9 @@
 # backward 32-40 % faster than when demos/burn_gpt/results/ was measured), the context-1024 run of
 # demos/burn_gpt/results/README.md with 16 measured steps instead of 8.
 R=/tmp/res48
+# (Since rewritten with device-call.sh's `burn_gpt_run`: burn-gpt gets the same arguments;
+# its log, then $R/burn-gpt.log, is now $R/nvidia-h200-ctx1024-pretrained.log.)
 . benches/results/device-call.sh
-xz -dc .devbin/burn-gpt.xz > /tmp/burn-gpt && chmod +x /tmp/burn-gpt
-t0=$(date +%s)
-/tmp/burn-gpt --d-model 768 --n-layer 12 --n-head 12 --context 1024 --batch 4 --arena-mb 512 --lr 5e-4 \
-  --pretrain 800 --steps 16 --warmup 3 --compare-every 4 --json --out $R/nvidia-h200-ctx1024-pretrained.json \
-  --plot $R/nvidia-h200-ctx1024-pretrained.svg > $R/burn-gpt.log 2>&1
-echo "burn-gpt rc=$? $(($(date +%s) - t0))s"
-save_results
+burn_gpt_run nvidia-h200-ctx1024-pretrained --d-model 768 --n-layer 12 --n-head 12 --context 1024 \
+  --batch 4 --arena-mb 512 --lr 5e-4 --pretrain 800 --steps 16 --warmup 3 --compare-every 4
 echo total $(($(date +%s) - T0))s
