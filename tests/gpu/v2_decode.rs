@@ -144,6 +144,31 @@ fn v2_gpu_decode_positions_every_low_width(ctx: GpuContext) {
     for l in [0, 1, 2, 3, 4, 5, 8] {
         assert!(widths.contains(&l), "no positions tile with L = {l}: {widths:?}");
     }
+    // Runs of nonzeros that fill whole Elias–Fano buckets: a mask word's window of upper bits is then
+    // at its longest (L = 6: a bucket of 64 ones before its zero; L = 0: 32 ones and 32 zeros).
+    // (run start, run length) per tile; the last tile is partial.
+    let runs = [(320, 64), (4032, 64), (384, 32), (1024, 2048), (0, 4096), (5, 1), (0, 2100), (4000, 20)];
+    let n = 7 * 4096 + 2100;
+    for dtype in [DType::Bf16, DType::E4m3] {
+        let eb = dtype.bytes() as usize;
+        let mut bytes = vec![0u8; n * eb];
+        for (t, &(at, len)) in runs.iter().enumerate() {
+            for i in t * 4096 + at..(t * 4096 + at + len).min(n) {
+                bytes[i * eb] = 0x38 + (i % 7) as u8; // nonzero, positive in every dtype
+            }
+        }
+        let s = cpu::v2::compress_v2_positions(&bytes, dtype, Options::default()).unwrap();
+        let (layout, _) = LayoutV2::from_header(&words(&s)).unwrap();
+        let w = words(&s);
+        let full_bucket = (0..layout.tiles).any(|t| {
+            let (d, _) = TileDesc::from_word(w[(layout.desc_offset + t) as usize]);
+            d.enc == enc::POSITIONS && d.low_bits(layout.tile_len(t)) == 6
+        });
+        assert!(full_bucket, "{dtype}: no positions tile with L = 6");
+        for (codec, path) in [(&subgroup, "subgroup"), (&portable, "portable")] {
+            check(codec, &ctx, &s, &bytes, &format!("positions runs {dtype} {path}"));
+        }
+    }
 }
 
 fn words(b: &[u8]) -> Vec<u32> {
