@@ -4,17 +4,18 @@
 // A tile of any encoding becomes a 128-word mask, one word per thread, then every thread writes whole
 // output words:
 //   mask       the thread's own mask word of the tile;
-//   positions  the Elias–Fano fields are staged in workgroup memory, and every thread finds the
-//              window of upper bits that holds its mask word's buckets (a binary search over the
-//              zeros) and sets the bits of its elements in its own word;
+//   positions  the Elias–Fano upper bits are read in chunks of 1 to 32 bits, one per thread, their
+//              ones counted and scanned across the workgroup, and every one becomes its position
+//              (high part = its bit index minus its rank, low part from the lower bits), set in a mask
+//              in workgroup memory with an atomicOr;
 //   empty      an empty mask;
 //   raw        no mask: element e is value e.
 // A value's rank is the scanned popcount of the mask words before its word plus the popcount below it
 // in its word; its code sits at bit `values + rank · width` of the tile's data, read with two word
 // loads, and the codes of an output word are decoded on all its element lanes at once.
 //
-// No workgroup waits on another, and every loop has a trip count bounded by the tile geometry (a
-// window of two 32-bit chunks, each at most 32 ones), so nothing assumes forward progress. One
+// No workgroup waits on another, and every loop has a trip count bounded by the tile geometry (at most
+// 32 per chunk of upper bits and 2 passes of 128 chunks), so nothing assumes forward progress. One
 // module per element width (`BITS8`, `BITS32`, else 16 bits); the mantissa width comes from the
 // uniform. The host validates the stream first.
 
@@ -42,8 +43,7 @@ struct Params {
 #include "lib/elem.wgsl"
 #include "lib/v2.wgsl"
 
-// Zeros of the Elias–Fano upper vector before each pair of its words (positions tiles).
-var<workgroup> wg_z: array<u32, 128>;
+var<workgroup> wg_mask: array<atomic<u32>, 128>;
 var<workgroup> wg_rank: array<vec2<u32>, 128>;
 #if !SUBGROUP
 var<workgroup> wg_scan: array<u32, 128>;
@@ -63,21 +63,6 @@ fn low_part(bit: u32, width: u32) -> u32 {
     let i = min(bit >> 5u, 63u);
     let o = bit & 31u;
     return ((wg_low[i] >> o) | ((wg_low[i + 1u] << 1u) << (31u - o))) & ((1u << width) - 1u);
-}
-
-// Bit index of set bit number `t` (from 0) of `x`, by halving; some index below 32 when x has no such bit.
-fn select1(x: u32, t: u32) -> u32 {
-    var v = x;
-    var r = t;
-    var at = 0u;
-    for (var s = 16u; s != 0u; s >>= 1u) {
-        let c = countOneBits(v & ((1u << s) - 1u));
-        let up = r >= c;
-        r = select(r, r - c, up);
-        v = select(v, v >> s, up);
-        at += select(0u, s, up);
-    }
-    return at;
 }
 
 // Word `i` of the tile's data. (Staging the tile's data in workgroup memory first, 9 KB a workgroup,
@@ -357,86 +342,49 @@ fn decompress_v2(
         values = mwords * 32u;
     }
     if enc == 1u {
-        // Each thread builds its own mask word from the Elias–Fano fields, no workgroup atomics: word w
-        // holds the positions 32 w .. 32 w + 31, whose high parts are hlo = 32 w >> L ..= hhi = (32 w +
-        // 31) >> L (for L > 5 one bucket that several words share; its elements are filtered by word).
-        // The bits of buckets hlo.. start one past the upper vector's zero number hlo - 1 (zero h ends
-        // bucket h), found by a binary search over the zeros before each pair of upper words; the
-        // thread then walks its window of the upper vector up to its last bucket's zero, each one an
-        // element: rank = ones before the window + ones passed, high part = hlo + zeros passed. A
-        // window's ones lie in its first 64 bits (L <= 5: at most 32 ones and 32 zeros; L = 6: a
-        // bucket of at most 64 ones; L >= 7: at most 32), so two 32-bit chunks read them all. The loop it replaces turned every one into its position on the thread holding
-        // its upper word (at ρ = 0.176, L = 2: 55 words of ~13 ones on two subgroups) and set it with a
-        // workgroup atomicOr.
         let l = low_bits(k, len);
-        let ulen = k + ((len - 1u) >> l) + 1u; // at most 2 · TILE bits: two words a thread
         if lid < min((k * l + 31u) / 32u, 64u) {
             wg_low[lid] = data_word(lid);
         }
-        let j0 = 64u * lid;
-        var u = vec2<u32>(0u);
-        if j0 < ulen {
-            u.x = read_bits(k * l + j0, min(32u, ulen - j0));
-        }
-        if j0 + 32u < ulen {
-            u.y = read_bits(k * l + j0 + 32u, min(32u, ulen - j0 - 32u));
-        }
-        // Upper word i is wg_rank[i >> 1][i & 1] until the mask's ranks replace it (after the scan
-        // below, whose barriers every walk has passed). Bits past the vector are zeros.
-        wg_rank[lid] = u;
-        let zb = scan_excl(64u - countOneBits(u.x) - countOneBits(u.y), lid);
-        wg_z[lid] = zb.x;
+        atomicStore(&wg_mask[lid], 0u);
         workgroupBarrier();
-        if lid < mwords {
-            let hlo = (lid * 32u) >> l;
-            let hhi = (lid * 32u + 31u) >> l;
-            var sw = 0u; // the window's first bit
-            if hlo != 0u {
-                let t = hlo - 1u;
-                var pi = 0u;
-                for (var st = 64u; st != 0u; st >>= 1u) {
-                    pi = select(pi, pi + st, wg_z[pi + st] <= t);
-                }
-                let pr = wg_rank[pi];
-                let tt = t - wg_z[pi];
-                let z0 = 32u - countOneBits(pr.x);
-                let second = tt >= z0;
-                sw = (2u * pi + select(0u, 1u, second)) * 32u + select1(~select(pr.x, pr.y, second), select(tt, tt - z0, second)) + 1u;
+        let ulen = k + ((len - 1u) >> l) + 1u;
+        // The upper bits in chunks of `cb` bits a thread: one word a thread, or, where the vector has at
+        // most 4 · WG bits, the smallest power of two that puts every chunk in one round, so its few ones
+        // spread over the workgroup's subgroups instead of looping on a few threads of one (ρ = 0.01,
+        // L = 6: 105 bits, 41 ones, 10 a thread on 4 threads in words, at most 1 on 105 in 1-bit
+        // chunks). On the H200 (201M BF16, docs/PERFORMANCE.md, twenty-second session, call 3) 0.253 ->
+        // 0.237 ms at ρ = 0.01, 0.257 -> 0.246 at 0.02, 0.268 -> 0.256 at 0.05 (e4m3 sign-packed 0.202
+        // -> 0.185 at 0.01, F16 and F32 3-6 %). Used for longer vectors too (call 1) they were slower,
+        // 0.293 -> 0.301 at ρ = 0.176 (16-bit chunks) and 0.273 -> 0.276 at 0.1 (8-bit): every subgroup
+        // of the loop pays its fullest thread, and four subgroups each waiting on their fullest chunk
+        // issue more iterations than two waiting on their fullest word.
+        let q = (ulen + WG - 1u) / WG;
+        let cb = select(32u, select(2u << firstLeadingBit(q - 1u), 1u, q <= 1u), q <= 4u);
+        let chunks = (ulen + cb - 1u) / cb;
+        var ones_before = 0u;
+        for (var round = 0u; round * WG < chunks; round++) {
+            let j = round * WG + lid;
+            var w = 0u;
+            if j < chunks {
+                w = read_bits(k * l + j * cb, min(cb, ulen - j * cb));
             }
-            let c0 = sw - hlo; // ones before the window: the rank of its first element
-            var need = hhi - hlo + 1u; // zeros still to pass
-            var kl = 0u; // ones passed
-            for (var c = 0u; c < 2u; c++) {
-                if need == 0u {
-                    break;
-                }
-                let at = sw + c * 32u;
-                let i = min(at >> 5u, 255u);
-                let i1 = min(i + 1u, 255u);
-                let o = at & 31u;
-                var chunk = (wg_rank[i >> 1u][i & 1u] >> o) | ((wg_rank[i1 >> 1u][i1 & 1u] << 1u) << (31u - o));
-                let valid = select(0u, ulen - at, at < ulen);
-                if valid < 32u {
-                    chunk &= (1u << valid) - 1u;
-                }
-                let zs = ~chunk;
-                let nz = countOneBits(zs);
-                var ones = chunk;
-                if nz >= need {
-                    ones &= (1u << select1(zs, need - 1u)) - 1u;
-                    need = 0u;
-                } else {
-                    need -= nz;
-                }
-                for (var m = ones; m != 0u; m &= m - 1u) {
-                    let b = c * 32u + firstTrailingBit(m);
-                    let pos = ((hlo + b - kl) << l) | low_part((c0 + kl) * l, l);
-                    mw |= select(0u, 1u << (pos & 31u), (pos >> 5u) == lid);
-                    kl++;
-                }
+            let s = scan_excl(countOneBits(w), lid);
+            var r = ones_before + s.x;
+            for (var m = w; m != 0u; m &= m - 1u) {
+                let b = firstTrailingBit(m);
+                let pos = ((j * cb + b - r) << l) | low_part(r * l, l);
+                // In the tile for every valid stream; clamped so a corrupt one cannot write past the mask.
+                atomicOr(&wg_mask[min(pos >> 5u, 127u)], 1u << (pos & 31u));
+                r++;
             }
+            ones_before += s.y;
         }
         values = k * l + ulen;
+    }
+    if enc == 1u {
+        workgroupBarrier();
+        mw = atomicLoad(&wg_mask[lid]);
     }
     let s = scan_excl(countOneBits(mw), lid);
     // Each mask word with the number of set bits before it: one plain load per output word below.

@@ -20,6 +20,7 @@ mod train;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use burn::tensor::FloatDType;
 use clap::Parser;
 
 use crate::train::Mode;
@@ -101,9 +102,35 @@ pub struct Args {
     /// Run through burn-train's Learner even with `--devices 1` (its single-device strategy).
     #[arg(long)]
     pub learner: bool,
+    /// The float type the whole model trains in: f32, or f16 (the adapter needs SHADER_F16; Burn's
+    /// wgpu backend has no BF16). Set as the device's default before any tensor exists, so weights,
+    /// activations, gradients and optimizer states all take it, and the BitSparse MLPs run their F16
+    /// kernels. AdamW's epsilon is 1e-4 in F16 (its default, 1e-5, is below F16's smallest normal
+    /// number, which a GPU may flush to zero: a weight whose gradient stayed zero would then get 0/0).
+    #[arg(long, default_value = "f32", value_parser = parse_dtype)]
+    pub dtype: FloatDType,
     /// Initial arena size in bytes, overriding --arena-mb (tests: forces overflows).
     #[arg(long, hide = true)]
     pub arena_bytes: Option<u64>,
+}
+
+fn parse_dtype(s: &str) -> Result<FloatDType, String> {
+    match s {
+        "f32" => Ok(FloatDType::F32),
+        "f16" => Ok(FloatDType::F16),
+        "bf16" => Err("Burn's wgpu backend has no BF16 (WGSL has no bf16 type): use f32 or f16".into()),
+        other => Err(format!("unknown dtype {other:?}: f32 or f16")),
+    }
+}
+
+/// The name `--dtype` takes for `d`.
+pub fn dtype_name(d: FloatDType) -> &'static str {
+    match d {
+        FloatDType::F16 => "f16",
+        FloatDType::BF16 => "bf16",
+        FloatDType::F64 => "f64",
+        _ => "f32",
+    }
 }
 
 fn parse_order(s: &str) -> Result<bitsparse_burn::TileOrder, String> {
@@ -147,6 +174,9 @@ impl Args {
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return Err(format!("--lr must be a positive number, not {}", self.lr));
+        }
+        if self.data_parallel() && self.dtype != FloatDType::F32 {
+            return Err("--dtype f16 is for the single-device run; the data-parallel run trains in f32".into());
         }
         if self.data_parallel() && self.plot.is_some() {
             return Err("--plot draws the single-device run; it is not available with --devices/--learner".into());
@@ -267,5 +297,16 @@ mod tests {
         assert_eq!(parse(&["--devices", "0"]).check().unwrap_err(), "--devices must be at least 1");
         assert!(parse(&["--devices", "2", "--plot", "x.svg"]).check().is_err());
         assert!(Args::try_parse_from(["burn-gpt", "--devices", "two"]).is_err());
+    }
+
+    #[test]
+    fn dtype_flag() {
+        assert_eq!(parse(&[]).dtype, FloatDType::F32);
+        let a = parse(&["--dtype", "f16"]);
+        assert_eq!(a.dtype, FloatDType::F16);
+        assert!(a.check().is_ok());
+        assert_eq!(dtype_name(a.dtype), "f16");
+        assert!(Args::try_parse_from(["burn-gpt", "--dtype", "bf16"]).is_err());
+        assert!(parse(&["--dtype", "f16", "--devices", "2"]).check().is_err());
     }
 }

@@ -33,7 +33,7 @@ pub fn json(args: &Args, r: &RunResult) -> Value {
         json!({
             "d_model": args.d_model, "n_layer": args.n_layer, "n_head": args.n_head, "context": args.context,
             "batch": args.batch, "lr": args.lr, "seed": args.seed, "vocab": r.shape.vocab,
-            "d_ff": 4 * args.d_model, "activation": "relu2", "dtype": "f32", "arena_mb": args.arena_mb,
+            "d_ff": 4 * args.d_model, "activation": "relu2", "dtype": crate::dtype_name(args.dtype), "arena_mb": args.arena_mb,
             "tile_order": args.tile_order.name(),
         }),
     );
@@ -258,7 +258,7 @@ pub fn json_parallel(args: &Args, r: &DpResult) -> Value {
         json!({
             "d_model": args.d_model, "n_layer": args.n_layer, "n_head": args.n_head, "context": args.context,
             "batch": args.batch, "lr": args.lr, "seed": args.seed, "vocab": r.shape.vocab,
-            "d_ff": 4 * args.d_model, "activation": "relu2", "dtype": "f32", "arena_bytes": args.arena_bytes(),
+            "d_ff": 4 * args.d_model, "activation": "relu2", "dtype": crate::dtype_name(args.dtype), "arena_bytes": args.arena_bytes(),
             "tile_order": args.tile_order.name(),
         }),
     );

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use bitsparse_burn::{BitSparse, BitSparseConfig};
 use burn::module::Module;
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
 
 use crate::data::{Corpus, Sampler, CORPUS};
 use crate::model::{Gpt, GptShape};
@@ -147,12 +147,12 @@ impl Identity {
 struct WeightDiff {
     /// Paths of the parameters whose bytes differ.
     differing: Vec<String>,
-    /// Largest distance between two corresponding F32 weights, in units in the last place.
+    /// Largest distance between two corresponding weights (F32 or F16), in units in the last place.
     max_ulp: u64,
 }
 
 impl WeightDiff {
-    fn between(a: &[(String, Vec<u8>)], b: &[(String, Vec<u8>)]) -> Result<WeightDiff, String> {
+    fn between(a: &[(String, Vec<u8>)], b: &[(String, Vec<u8>)], elem_bytes: usize) -> Result<WeightDiff, String> {
         if a.is_empty() || a.len() != b.len() {
             return Err(format!("cannot compare the weights: {} and {} parameters", a.len(), b.len()));
         }
@@ -161,25 +161,27 @@ impl WeightDiff {
         for ((name, x), (_, y)) in a.iter().zip(b) {
             if x != y {
                 differing.push(name.clone());
-                max_ulp = max_ulp.max(max_ulp_f32(x, y));
+                max_ulp = max_ulp.max(max_ulp_bytes(x, y, elem_bytes));
             }
         }
         Ok(WeightDiff { differing, max_ulp })
     }
 }
 
-/// Largest ULP distance between corresponding little-endian F32 values of `x` and `y`.
-fn max_ulp_f32(x: &[u8], y: &[u8]) -> u64 {
+/// Largest ULP distance between corresponding little-endian floats of `elem_bytes` bytes (4: F32, 2:
+/// F16) of `x` and `y`.
+fn max_ulp_bytes(x: &[u8], y: &[u8], elem_bytes: usize) -> u64 {
     // Sign-magnitude bits mapped onto a line where adjacent floats are adjacent integers.
     let line = |c: &[u8]| {
-        let b = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-        if b & 0x8000_0000 != 0 {
-            -i64::from(b & 0x7fff_ffff)
+        let b = c.iter().rev().fold(0u64, |acc, &v| acc << 8 | u64::from(v));
+        let sign = 1u64 << (8 * c.len() - 1);
+        if b & sign != 0 {
+            -((b & (sign - 1)) as i64)
         } else {
-            i64::from(b)
+            b as i64
         }
     };
-    x.chunks_exact(4).zip(y.chunks_exact(4)).map(|(p, q)| line(p).abs_diff(line(q))).max().unwrap_or(0)
+    x.chunks_exact(elem_bytes).zip(y.chunks_exact(elem_bytes)).map(|(p, q)| line(p).abs_diff(line(q))).max().unwrap_or(0)
 }
 
 /// The outcome of a whole run.
@@ -219,8 +221,13 @@ impl RunResult {
 pub fn run(args: &Args) -> Result<RunResult, String> {
     let started = std::time::Instant::now();
     let modes = args.modes();
-    let (base, setup) =
+    let (mut base, setup) =
         Device::wgpu_options().init_with_setup().map_err(|e| format!("no wgpu adapter could be opened: {e}"))?;
+    if args.dtype != FloatDType::F32 && !setup.adapter.features().contains(burn::tensor::wgpu::wgpu::Features::SHADER_F16) {
+        return Err(format!("--dtype {}: the adapter has no SHADER_F16", crate::dtype_name(args.dtype)));
+    }
+    // Before any tensor exists: every tensor created without an explicit type then takes it.
+    base.configure(args.dtype).map_err(|e| format!("--dtype {}: {e:?}", crate::dtype_name(args.dtype)))?;
     let info = setup.adapter.get_info();
     let adapter = AdapterInfo {
         name: info.name.clone(),
@@ -283,7 +290,7 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
         }
         let compare_weights = step % args.compare_every == 0 || last;
         for id in &mut identity {
-            compare(id, step, &outcomes, &trainers, compare_weights)?;
+            compare(id, step, &outcomes, &trainers, compare_weights, if args.dtype == FloatDType::F16 { 2 } else { 4 })?;
         }
         if step % args.log_every == 0 || last {
             log_step(step, &outcomes, &identity);
@@ -357,13 +364,14 @@ fn compare(
     outcomes: &BTreeMap<Mode, StepOutcome>,
     trainers: &[Trainer],
     weights: bool,
+    elem_bytes: usize,
 ) -> Result<(), String> {
     let find = |name: &str| Mode::ALL.into_iter().find(|m| m.name() == name).expect("mode");
     let (mode, partner) = (find(id.mode), find(id.partner));
     let loss_equal = outcomes[&mode].loss.to_bits() == outcomes[&partner].loss.to_bits();
     let model = |m: Mode| &trainers.iter().find(|t| t.mode == m).expect("trainer").model;
     let diff = match weights {
-        true => Some(WeightDiff::between(&model(mode).param_bytes(), &model(partner).param_bytes())?),
+        true => Some(WeightDiff::between(&model(mode).param_bytes(), &model(partner).param_bytes(), elem_bytes)?),
         false => None,
     };
     id.record(step, loss_equal, diff);
@@ -394,6 +402,6 @@ fn mlp_inputs(model: &Gpt, batch: &crate::data::Batch, base: &Device) -> Vec<bur
 fn density(block: &crate::model::Block, x: &burn::tensor::Tensor<3>) -> f64 {
     let fc1 = block.mlp.fc1.valid();
     let z = fc1.forward(x.clone()).into_data();
-    let z = z.as_slice::<f32>().expect("f32 activations");
-    z.iter().filter(|&&v| v > 0.0).count() as f64 / z.len() as f64
+    let n = z.num_elements();
+    z.iter::<f32>().filter(|&v| v > 0.0).count() as f64 / n as f64
 }

@@ -1,5 +1,6 @@
-//! Runs the `burn-gpt` binary once with tiny dimensions in all four modes (after two pre-training steps) and checks its JSON: one test
-//! for the report (fields, measured savings), one for bit-identity.
+//! Runs the `burn-gpt` binary with tiny dimensions and checks its JSON: once in all four modes (after
+//! two pre-training steps), one test for the report (fields, measured savings), one for bit-identity;
+//! once in F16 (`--dtype f16`, the checkpointed pair).
 //!
 //! Plain `#[test]`s (this package does not use the workspace's libtest-mimic harness): when no wgpu
 //! adapter can be opened they must not pass silently, so with `CI=true` they fail, and otherwise they
@@ -10,32 +11,35 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// The run's JSON, or `None` when there is no adapter (and `CI` is not `true`).
+/// The JSON of a tiny run with `extra` arguments, or `None` when there is no adapter (and `CI` is not
+/// `true`).
+fn tiny_run(extra: &[&str]) -> Option<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_burn-gpt"))
+        .args(["--warmup", "1", "--json"])
+        .args(["--d-model", "32", "--n-layer", "2", "--n-head", "2", "--context", "16", "--batch", "2"])
+        .args(["--pretrain", "2"])
+        .args(extra)
+        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()))
+        .output()
+        .expect("run burn-gpt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stderr.contains("no wgpu adapter") {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("CI=true and no wgpu adapter (install mesa-vulkan-drivers): {stderr}");
+        }
+        println!("SKIPPED: no wgpu adapter ({})", stderr.trim());
+        return None;
+    }
+    assert!(out.status.success(), "burn-gpt failed ({}):\n{stderr}", out.status);
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
+    let doc = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}"));
+    Some(doc)
+}
+
+/// The four-mode F32 run's JSON (run once for the tests that read it).
 fn report() -> Option<&'static Value> {
     static RUN: OnceLock<Option<Value>> = OnceLock::new();
-    RUN.get_or_init(|| {
-        let out = Command::new(env!("CARGO_BIN_EXE_burn-gpt"))
-            .args(["--steps", "3", "--warmup", "1", "--json", "--modes", "dense,bitsparse,ckpt_dense,ckpt_bitsparse"])
-            .args(["--d-model", "32", "--n-layer", "2", "--n-head", "2", "--context", "16", "--batch", "2"])
-            .args(["--pretrain", "2"])
-            .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()))
-            .output()
-            .expect("run burn-gpt");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() && stderr.contains("no wgpu adapter") {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("CI=true and no wgpu adapter (install mesa-vulkan-drivers): {stderr}");
-            }
-            println!("SKIPPED: no wgpu adapter ({})", stderr.trim());
-            return None;
-        }
-        assert!(out.status.success(), "burn-gpt failed ({}):\n{stderr}", out.status);
-        let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
-        let doc = serde_json::from_str(&stdout)
-            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}"));
-        Some(doc)
-    })
-    .as_ref()
+    RUN.get_or_init(|| tiny_run(&["--steps", "3", "--modes", "dense,bitsparse,ckpt_dense,ckpt_bitsparse"])).as_ref()
 }
 
 #[test]
@@ -82,5 +86,27 @@ fn burn_gpt_tiny_run_is_bit_identical_under_checkpointing() {
     let pairs = doc["bit_identity"].as_array().expect("bit_identity");
     let ckpt = pairs.iter().find(|p| p["mode"] == "ckpt_bitsparse").expect("the checkpointed pair");
     assert!(ckpt["first_mismatch_step"].is_null(), "ckpt_bitsparse differs from ckpt_dense: {ckpt:#}");
+    assert_eq!(doc["loss_ckpt_dense"], doc["loss_ckpt_bitsparse"]);
+}
+
+/// `--dtype f16`: the whole model trains in F16 (the BitSparse MLPs on their F16 kernels). The
+/// checkpointed dense MLP keeps 5·d floats a token, so its bytes say which type the model ran in (F32
+/// would keep twice as many); the checkpointed pair is bit-identical and BitSparse keeps less.
+#[test]
+fn burn_gpt_tiny_run_in_f16() {
+    let Some(doc) = tiny_run(&["--steps", "2", "--dtype", "f16", "--modes", "ckpt_dense,ckpt_bitsparse"]) else {
+        return;
+    };
+    assert_eq!(doc["config"]["dtype"], "f16");
+    for mode in ["ckpt_dense", "ckpt_bitsparse"] {
+        let losses = doc[format!("loss_{mode}")].as_array().unwrap_or_else(|| panic!("loss_{mode} missing"));
+        assert!(losses.iter().all(|l| l.as_f64().is_some_and(f64::is_finite)), "loss_{mode}: {losses:?}");
+    }
+    let dense = doc["mlp_bytes_per_token_ckpt_dense"].as_f64().expect("mlp_bytes_per_token_ckpt_dense");
+    assert!((dense - 5.0 * 32.0 * 2.0).abs() < 8.0, "checkpointed dense MLP keeps {dense} B a token, not 5·d F16 values");
+    let bs = doc["mlp_bytes_per_token_ckpt_bitsparse"].as_f64().expect("mlp_bytes_per_token_ckpt_bitsparse");
+    assert!(bs < dense, "BitSparse MLP {bs} B a token, dense {dense}");
+    let pairs = doc["bit_identity"].as_array().expect("bit_identity");
+    assert!(pairs.iter().all(|p| p["first_mismatch_step"].is_null()), "{pairs:#?}");
     assert_eq!(doc["loss_ckpt_dense"], doc["loss_ckpt_bitsparse"]);
 }
