@@ -102,11 +102,12 @@ pub struct Args {
     /// Run through burn-train's Learner even with `--devices 1` (its single-device strategy).
     #[arg(long)]
     pub learner: bool,
-    /// The float type the whole model trains in: f32, or f16 (the adapter needs SHADER_F16; Burn's
-    /// wgpu backend has no BF16). Set as the device's default before any tensor exists, so weights,
-    /// activations, gradients and optimizer states all take it, and the BitSparse MLPs run their F16
-    /// kernels. AdamW's epsilon is 1e-4 in F16 (its default, 1e-5, is below F16's smallest normal
-    /// number, which a GPU may flush to zero: a weight whose gradient stayed zero would then get 0/0).
+    /// The float type the measured modes train in: f32, or f16 (the adapter needs SHADER_F16; Burn's
+    /// wgpu backend has no BF16). The model is created and pre-trained in F32, then every parameter is
+    /// cast, so activations, gradients and optimizer states take the type and the BitSparse MLPs run
+    /// their F16 kernels. AdamW's epsilon is 1e-4 in F16 (its default, 1e-5, is below F16's smallest
+    /// normal number, which a GPU may flush to zero: a weight whose gradient stayed zero would then get
+    /// 0/0).
     #[arg(long, default_value = "f32", value_parser = parse_dtype)]
     pub dtype: FloatDType,
     /// Initial arena size in bytes, overriding --arena-mb (tests: forces overflows).

@@ -130,6 +130,11 @@ impl Gpt {
         self.visit(&mut Touch);
     }
 
+    /// Whether the model's parameters are F16.
+    pub fn is_f16(&self) -> bool {
+        self.head.weight.val().dtype() == burn::tensor::DType::F16
+    }
+
     /// An independent copy on `device`, parameters bit-for-bit equal: each one is read to the host and
     /// uploaded as a new leaf that requires gradients. This is how the modes start from the same
     /// weights on devices of different autodiff strategy (a plain `clone` would keep the source

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use bitsparse_burn::{BitSparse, BitSparseConfig};
 use burn::module::Module;
+use burn::tensor::wgpu::wgpu;
 use burn::tensor::{Device, FloatDType};
 
 use crate::data::{Corpus, Sampler, CORPUS};
@@ -217,17 +218,56 @@ impl RunResult {
     }
 }
 
+/// A second device on `setup`'s adapter (all of its features and limits, as CubeCL sizes its kernels
+/// from the adapter), registered with Burn, whose default float type is `dtype`; its wgpu device and
+/// queue.
+fn typed_device(
+    setup: &burn::tensor::wgpu::WgpuSetup,
+    dtype: FloatDType,
+) -> Result<(Device, wgpu::Device, wgpu::Queue), String> {
+    let name = crate::dtype_name(dtype);
+    if dtype == FloatDType::F16 && !setup.adapter.features().contains(wgpu::Features::SHADER_F16) {
+        return Err(format!("--dtype {name}: the adapter has no SHADER_F16"));
+    }
+    let (device, queue) = pollster::block_on(setup.adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("burn-gpt measured device"),
+        required_features: setup.adapter.features() - wgpu::Features::MAPPABLE_PRIMARY_BUFFERS,
+        required_limits: setup.adapter.limits(),
+        ..Default::default()
+    }))
+    .map_err(|e| format!("--dtype {name}: opening a second device: {e}"))?;
+    let opened = burn::tensor::wgpu::WgpuSetup {
+        instance: setup.instance.clone(),
+        adapter: setup.adapter.clone(),
+        device: device.clone(),
+        queue: queue.clone(),
+        backend: setup.backend,
+    };
+    let mut base =
+        Device::wgpu_options().setup(opened).init().map_err(|e| format!("--dtype {name}: Burn refused the device: {e:?}"))?;
+    base.configure(dtype).map_err(|e| format!("--dtype {name}: {e:?}"))?;
+    Ok((base, device, queue))
+}
+
 /// Trains every chosen mode and measures it.
 pub fn run(args: &Args) -> Result<RunResult, String> {
     let started = std::time::Instant::now();
     let modes = args.modes();
-    let (mut base, setup) =
+    let (base, setup) =
         Device::wgpu_options().init_with_setup().map_err(|e| format!("no wgpu adapter could be opened: {e}"))?;
-    if args.dtype != FloatDType::F32 && !setup.adapter.features().contains(burn::tensor::wgpu::wgpu::Features::SHADER_F16) {
-        return Err(format!("--dtype {}: the adapter has no SHADER_F16", crate::dtype_name(args.dtype)));
-    }
-    // Before any tensor exists: every tensor created without an explicit type then takes it.
-    base.configure(args.dtype).map_err(|e| format!("--dtype {}: {e:?}", crate::dtype_name(args.dtype)))?;
+    // `--dtype f16`: the modes train on a second device of the adapter whose default float type is F16
+    // (set before any tensor exists on it), from the model pre-trained on the first in F32. Pre-training
+    // in F16 diverged on the H200 (d = 768, 12 layers, lr 5e-4: NaN by step 100, no loss scaling;
+    // twenty-third session, call 2), and casting a model's parameters on an F32 device leaves tensors
+    // that Burn creates in F32 (a dtype mismatch at the memory measurement).
+    let measured = match args.dtype {
+        FloatDType::F32 => None,
+        dtype => Some(typed_device(&setup, dtype)?),
+    };
+    let (mbase, mdevice, mqueue) = match &measured {
+        Some((b, d, q)) => (b.clone(), d, q),
+        None => (base.clone(), &setup.device, &setup.queue),
+    };
     let info = setup.adapter.get_info();
     let adapter = AdapterInfo {
         name: info.name.clone(),
@@ -238,7 +278,7 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
     let config =
         BitSparseConfig { tile_order: args.tile_order, ..BitSparseConfig::with_arena_bytes(args.arena_mb << 20) };
     let ctx =
-        BitSparse::new(&base, &setup.device, &setup.queue, config).map_err(|e| format!("bitsparse context: {e}"))?;
+        BitSparse::new(&mbase, mdevice, mqueue, config).map_err(|e| format!("bitsparse context: {e}"))?;
 
     let corpus = Corpus::new(CORPUS);
     let sampler = Sampler::new(&corpus, args.seed, args.batch, args.context);
@@ -253,6 +293,9 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
     let initial = Gpt::new(&shape, &base, &ctx);
     initial.materialize_params();
     let (initial, pretrain_loss) = pretrain(args, initial, &base, &ctx, &sampler)?;
+    // From here on the modes' device (the parameters are converted to its default type when they are
+    // copied to it).
+    let base = mbase;
     let mut trainers: Vec<Trainer> = modes.iter().map(|&m| Trainer::new(m, &base, &initial, args.lr, &ctx)).collect();
     drop(initial);
 

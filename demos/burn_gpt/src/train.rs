@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use bitsparse_burn::{BitSparse, Error as BsError, StepReport};
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, FloatDType, Int, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 
 use crate::data::Batch;
 use crate::model::Gpt;
@@ -138,7 +138,7 @@ impl Trainer {
         let device = mode.device(base);
         let ctx = mode.is_bitsparse().then(|| ctx.clone());
         let model = initial.copy_to(&device).with_bitsparse(ctx.as_ref());
-        let optim = adamw(&device);
+        let optim = adamw(&model);
         Trainer { mode, device, model, optim, lr, ctx, overflows: 0 }
     }
 
@@ -208,7 +208,7 @@ impl Trainer {
             mode: self.mode,
             device: self.device.clone(),
             model: self.model.copy_to(&self.device).with_bitsparse(self.ctx.as_ref()),
-            optim: adamw(&self.device),
+            optim: adamw(&self.model),
             lr: self.lr,
             ctx: self.ctx.clone(),
             overflows: 0,
@@ -288,14 +288,15 @@ fn pool_bytes(base: &Device) -> StepResult<u64> {
 }
 
 /// The value of a one-element loss (a host read: it waits for the step).
-/// AdamW for a model on `device`: epsilon 1e-4 where the device trains in F16 (the default, 1e-5, is
-/// below F16's smallest normal number, which a GPU may flush to zero; a weight whose gradient stayed
-/// zero would then be updated by 0/0).
-fn adamw(device: &Device) -> ModuleOptimizer {
+/// AdamW for `model`: epsilon 1e-4 where it trains in F16 (the default, 1e-5, is below F16's smallest
+/// normal number, which a GPU may flush to zero; a weight whose gradient stayed zero would then be
+/// updated by 0/0).
+fn adamw(model: &Gpt) -> ModuleOptimizer {
     let config = AdamWConfig::new();
-    match device.settings().float_dtype {
-        FloatDType::F16 => config.with_epsilon(1e-4).init(),
-        _ => config.init(),
+    if model.is_f16() {
+        config.with_epsilon(1e-4).init()
+    } else {
+        config.init()
     }
 }
 
