@@ -1,5 +1,5 @@
 #!/bin/bash
-# Twenty-third session, call 2 (burn-gpt of 18b5a02-era `--dtype f16`, the device default set to F16
+# Twenty-third session, call 2 (burn-gpt of 1cb0724's `--dtype f16`, the device default set to F16
 # before pre-training; the losses went NaN by pre-training step 100): burn-gpt on the H200 in F16 (`--dtype f16`: the whole model, and the
 # BitSparse MLPs on their F16 fused kernels), the context-256 run of demos/burn_gpt/results/README.md
 # (the twenty-second session's call 2 ran it in F32) with the same arguments otherwise.

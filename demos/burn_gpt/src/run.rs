@@ -182,7 +182,11 @@ fn max_ulp_bytes(x: &[u8], y: &[u8], elem_bytes: usize) -> u64 {
             b as i64
         }
     };
-    x.chunks_exact(elem_bytes).zip(y.chunks_exact(elem_bytes)).map(|(p, q)| line(p).abs_diff(line(q))).max().unwrap_or(0)
+    x.chunks_exact(elem_bytes)
+        .zip(y.chunks_exact(elem_bytes))
+        .map(|(p, q)| line(p).abs_diff(line(q)))
+        .max()
+        .unwrap_or(0)
 }
 
 /// The outcome of a whole run.
@@ -243,8 +247,10 @@ fn typed_device(
         queue: queue.clone(),
         backend: setup.backend,
     };
-    let mut base =
-        Device::wgpu_options().setup(opened).init().map_err(|e| format!("--dtype {name}: Burn refused the device: {e:?}"))?;
+    let mut base = Device::wgpu_options()
+        .setup(opened)
+        .init()
+        .map_err(|e| format!("--dtype {name}: Burn refused the device: {e:?}"))?;
     base.configure(dtype).map_err(|e| format!("--dtype {name}: {e:?}"))?;
     Ok((base, device, queue))
 }
@@ -277,8 +283,7 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
     eprintln!("adapter: {} ({})", adapter.name, adapter.backend);
     let config =
         BitSparseConfig { tile_order: args.tile_order, ..BitSparseConfig::with_arena_bytes(args.arena_mb << 20) };
-    let ctx =
-        BitSparse::new(&mbase, mdevice, mqueue, config).map_err(|e| format!("bitsparse context: {e}"))?;
+    let ctx = BitSparse::new(&mbase, mdevice, mqueue, config).map_err(|e| format!("bitsparse context: {e}"))?;
 
     let corpus = Corpus::new(CORPUS);
     let sampler = Sampler::new(&corpus, args.seed, args.batch, args.context);
@@ -333,7 +338,14 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
         }
         let compare_weights = step % args.compare_every == 0 || last;
         for id in &mut identity {
-            compare(id, step, &outcomes, &trainers, compare_weights, if args.dtype == FloatDType::F16 { 2 } else { 4 })?;
+            compare(
+                id,
+                step,
+                &outcomes,
+                &trainers,
+                compare_weights,
+                if args.dtype == FloatDType::F16 { 2 } else { 4 },
+            )?;
         }
         if step % args.log_every == 0 || last {
             log_step(step, &outcomes, &identity);

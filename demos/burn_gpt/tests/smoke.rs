@@ -32,7 +32,8 @@ fn tiny_run(extra: &[&str]) -> Option<Value> {
     }
     assert!(out.status.success(), "burn-gpt failed ({}):\n{stderr}", out.status);
     let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
-    let doc = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}"));
+    let doc =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}"));
     Some(doc)
 }
 
@@ -103,7 +104,10 @@ fn burn_gpt_tiny_run_in_f16() {
         assert!(losses.iter().all(|l| l.as_f64().is_some_and(f64::is_finite)), "loss_{mode}: {losses:?}");
     }
     let dense = doc["mlp_bytes_per_token_ckpt_dense"].as_f64().expect("mlp_bytes_per_token_ckpt_dense");
-    assert!((dense - 5.0 * 32.0 * 2.0).abs() < 8.0, "checkpointed dense MLP keeps {dense} B a token, not 5·d F16 values");
+    assert!(
+        (dense - 5.0 * 32.0 * 2.0).abs() < 8.0,
+        "checkpointed dense MLP keeps {dense} B a token, not 5·d F16 values"
+    );
     let bs = doc["mlp_bytes_per_token_ckpt_bitsparse"].as_f64().expect("mlp_bytes_per_token_ckpt_bitsparse");
     assert!(bs < dense, "BitSparse MLP {bs} B a token, dense {dense}");
     let pairs = doc["bit_identity"].as_array().expect("bit_identity");
