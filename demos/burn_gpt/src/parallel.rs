@@ -111,6 +111,24 @@ fn adapters() -> Result<(wgpu::Instance, Vec<wgpu::Adapter>, String), DevicesErr
     Ok((instance, chosen, backend))
 }
 
+/// A device and queue on `adapter` requested as CubeCL requests its own (cubecl-wgpu 0.11.3,
+/// `backend/wgsl.rs`): every feature of the adapter but `MAPPABLE_PRIMARY_BUFFERS`, its limits, and
+/// wgpu's experimental features enabled. CubeCL sizes its kernels from the adapter's features, so a
+/// device opened with fewer is unsafe for Burn; the H200's Vulkan adapter lists experimental ones
+/// (mesh shaders, cooperative matrices, ray tracing), which wgpu refuses unless they are enabled.
+pub fn request_device_as_cubecl(adapter: &wgpu::Adapter, label: &str) -> Result<(wgpu::Device, wgpu::Queue), String> {
+    pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some(label),
+        required_features: adapter.features() - wgpu::Features::MAPPABLE_PRIMARY_BUFFERS,
+        required_limits: adapter.limits(),
+        // SAFETY: the request CubeCL makes for the devices it opens itself; Burn's kernels are what
+        // runs on this device, and they were written against it.
+        experimental_features: unsafe { wgpu::ExperimentalFeatures::enabled() },
+        ..Default::default()
+    }))
+    .map_err(|e| e.to_string())
+}
+
 /// Opens `n` devices: device i on adapter i, or all on the first adapter with `share` (each its own
 /// wgpu device and queue, opened with all of the adapter's features and limits, as CubeCL sizes its
 /// kernels from the adapter), each registered with Burn.
@@ -128,14 +146,8 @@ pub fn open_devices(n: usize, share: bool) -> Result<Vec<OpenedDevice>, DevicesE
         .map(|i| {
             let adapter = if share { adapters[0].clone() } else { adapters[i].clone() };
             let info = adapter.get_info();
-            let features = adapter.features() - wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
-            let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-                label: Some("burn-gpt data-parallel device"),
-                required_features: features,
-                required_limits: adapter.limits(),
-                ..Default::default()
-            }))
-            .map_err(|e| DevicesError::Open(format!("device {i} on {}: {e}", info.name)))?;
+            let (device, queue) = request_device_as_cubecl(&adapter, "burn-gpt data-parallel device")
+                .map_err(|e| DevicesError::Open(format!("device {i} on {}: {e}", info.name)))?;
             let setup = WgpuSetup {
                 instance: instance.clone(),
                 adapter: adapter.clone(),

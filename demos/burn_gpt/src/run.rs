@@ -222,8 +222,7 @@ impl RunResult {
     }
 }
 
-/// A second device on `setup`'s adapter (all of its features and limits, as CubeCL sizes its kernels
-/// from the adapter), registered with Burn, whose default float type is `dtype`; its wgpu device and
+/// A second device on `setup`'s adapter (requested as CubeCL requests its own), registered with Burn, whose default float type is `dtype`; its wgpu device and
 /// queue.
 fn typed_device(
     setup: &burn::tensor::wgpu::WgpuSetup,
@@ -233,13 +232,8 @@ fn typed_device(
     if dtype == FloatDType::F16 && !setup.adapter.features().contains(wgpu::Features::SHADER_F16) {
         return Err(format!("--dtype {name}: the adapter has no SHADER_F16"));
     }
-    let (device, queue) = pollster::block_on(setup.adapter.request_device(&wgpu::DeviceDescriptor {
-        label: Some("burn-gpt measured device"),
-        required_features: setup.adapter.features() - wgpu::Features::MAPPABLE_PRIMARY_BUFFERS,
-        required_limits: setup.adapter.limits(),
-        ..Default::default()
-    }))
-    .map_err(|e| format!("--dtype {name}: opening a second device: {e}"))?;
+    let (device, queue) = crate::parallel::request_device_as_cubecl(&setup.adapter, "burn-gpt measured device")
+        .map_err(|e| format!("--dtype {name}: opening a second device: {e}"))?;
     let opened = burn::tensor::wgpu::WgpuSetup {
         instance: setup.instance.clone(),
         adapter: setup.adapter.clone(),
@@ -262,10 +256,11 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
     let (base, setup) =
         Device::wgpu_options().init_with_setup().map_err(|e| format!("no wgpu adapter could be opened: {e}"))?;
     // `--dtype f16`: the modes train on a second device of the adapter whose default float type is F16
-    // (set before any tensor exists on it), from the model pre-trained on the first in F32. Pre-training
-    // in F16 diverged on the H200 (d = 768, 12 layers, lr 5e-4: NaN by step 100, no loss scaling;
-    // twenty-third session, call 2), and casting a model's parameters on an F32 device leaves tensors
-    // that Burn creates in F32 (a dtype mismatch at the memory measurement).
+    // (set before any tensor exists on it), from the model pre-trained on the first in F32, so the modes
+    // start from the densities F32 training gives. (Pre-training in F16 went NaN by step 100 on the H200,
+    // d = 768, 12 layers; the F16 modes there went NaN at their second step, dense too: pure F16 with
+    // AdamW and no loss scaling does not train that model. Casting the parameters on an F32 device
+    // instead leaves tensors Burn creates in F32: a dtype mismatch at the memory measurement.)
     let measured = match args.dtype {
         FloatDType::F32 => None,
         dtype => Some(typed_device(&setup, dtype)?),
