@@ -5,31 +5,12 @@
 //! Plain `#[test]`s like `smoke.rs`: without a wgpu adapter they fail under `CI=true` and otherwise print
 //! `SKIPPED` with the reason and return (libtest then lists them as passed: read the output).
 
-use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
-fn burn_gpt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_burn-gpt"))
-        .args(args)
-        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()))
-        .output()
-        .expect("run burn-gpt")
-}
-
-/// `true` when the run could not find an adapter at all (and `CI` is not `true`): the caller skips.
-fn no_adapter(out: &Output) -> bool {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() && stderr.contains("no wgpu adapter") {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("CI=true and no wgpu adapter (install mesa-vulkan-drivers): {stderr}");
-        }
-        println!("SKIPPED: no wgpu adapter ({})", stderr.trim());
-        return true;
-    }
-    false
-}
+mod common;
+use common::{burn_gpt, no_adapter};
 
 const TINY: &[&str] = &["--d-model", "32", "--n-layer", "2", "--n-head", "2", "--context", "16", "--batch", "2"];
 

@@ -6,7 +6,8 @@
 //! adapter can be opened they must not pass silently, so with `CI=true` they fail, and otherwise they
 //! print `SKIPPED` with the reason and return (libtest then lists them as passed: read the output).
 
-use std::process::Command;
+mod common;
+use common::{burn_gpt, no_adapter};
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -14,22 +15,14 @@ use serde_json::Value;
 /// The JSON of a tiny run with `extra` arguments, or `None` when there is no adapter (and `CI` is not
 /// `true`).
 fn tiny_run(extra: &[&str]) -> Option<Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_burn-gpt"))
-        .args(["--warmup", "1", "--json"])
-        .args(["--d-model", "32", "--n-layer", "2", "--n-head", "2", "--context", "16", "--batch", "2"])
-        .args(["--pretrain", "2"])
-        .args(extra)
-        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()))
-        .output()
-        .expect("run burn-gpt");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() && stderr.contains("no wgpu adapter") {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("CI=true and no wgpu adapter (install mesa-vulkan-drivers): {stderr}");
-        }
-        println!("SKIPPED: no wgpu adapter ({})", stderr.trim());
+    let mut args = vec!["--warmup", "1", "--json", "--pretrain", "2"];
+    args.extend_from_slice(&["--d-model", "32", "--n-layer", "2", "--n-head", "2", "--context", "16", "--batch", "2"]);
+    args.extend_from_slice(extra);
+    let out = burn_gpt(&args);
+    if no_adapter(&out) {
         return None;
     }
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "burn-gpt failed ({}):\n{stderr}", out.status);
     let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
     let doc =
