@@ -10,9 +10,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 mod common;
-use common::{burn_gpt, no_adapter};
-
-const TINY: &[&str] = &["--d-model", "32", "--n-layer", "2", "--n-head", "2", "--context", "16", "--batch", "2"];
+use common::{burn_gpt, json_run, no_adapter, TINY};
 
 /// One run of every mode on two shared-adapter devices.
 fn report() -> Option<&'static Value> {
@@ -20,17 +18,7 @@ fn report() -> Option<&'static Value> {
     RUN.get_or_init(|| {
         let mut args = vec!["--devices", "2", "--share-adapter", "--steps", "3", "--warmup", "1", "--json"];
         args.extend_from_slice(TINY);
-        let out = burn_gpt(&args);
-        if no_adapter(&out) {
-            return None;
-        }
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "burn-gpt --devices 2 failed ({}):\n{stderr}", out.status);
-        let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
-        Some(
-            serde_json::from_str(&stdout)
-                .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}\nstderr:\n{stderr}")),
-        )
+        json_run(&args)
     })
     .as_ref()
 }

@@ -7,7 +7,7 @@
 //! print `SKIPPED` with the reason and return (libtest then lists them as passed: read the output).
 
 mod common;
-use common::{burn_gpt, no_adapter};
+use common::{json_run, TINY};
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -16,18 +16,9 @@ use serde_json::Value;
 /// `true`).
 fn tiny_run(extra: &[&str]) -> Option<Value> {
     let mut args = vec!["--warmup", "1", "--json", "--pretrain", "2"];
-    args.extend_from_slice(&["--d-model", "32", "--n-layer", "2", "--n-head", "2", "--context", "16", "--batch", "2"]);
+    args.extend_from_slice(TINY);
     args.extend_from_slice(extra);
-    let out = burn_gpt(&args);
-    if no_adapter(&out) {
-        return None;
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "burn-gpt failed ({}):\n{stderr}", out.status);
-    let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
-    let doc =
-        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}"));
-    Some(doc)
+    json_run(&args)
 }
 
 /// The four-mode F32 run's JSON (run once for the tests that read it).

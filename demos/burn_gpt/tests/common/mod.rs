@@ -2,6 +2,11 @@
 
 use std::process::{Command, Output};
 
+use serde_json::Value;
+
+/// The model size of the tests' runs.
+pub const TINY: &[&str] = &["--d-model", "32", "--n-layer", "2", "--n-head", "2", "--context", "16", "--batch", "2"];
+
 /// Runs the `burn-gpt` binary with `args`.
 pub fn burn_gpt(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_burn-gpt"))
@@ -22,4 +27,20 @@ pub fn no_adapter(out: &Output) -> bool {
         return true;
     }
     false
+}
+
+/// The JSON document a `--json` run with `args` prints, or `None` when there is no adapter (and `CI` is
+/// not `true`); any other failure fails the test.
+pub fn json_run(args: &[&str]) -> Option<Value> {
+    let out = burn_gpt(args);
+    if no_adapter(&out) {
+        return None;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "burn-gpt {args:?} failed ({}):\n{stderr}", out.status);
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
+    Some(
+        serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}\nstderr:\n{stderr}")),
+    )
 }
