@@ -323,6 +323,9 @@ fn decompress_v2(
         wg_info.x = start;
     }
 #endif
+    // A positions tile's mask starts empty; cleared for every tile, ordered before its atomicOrs by the
+    // barrier of this uniform load (one barrier less on the positions tiles' chain).
+    atomicStore(&wg_mask[lid], 0u);
     let info = workgroupUniformLoad(&wg_info);
     base = p.data_idx + info.x;
     let d = info.y;
@@ -346,8 +349,8 @@ fn decompress_v2(
         if lid < min((k * l + 31u) / 32u, 64u) {
             wg_low[lid] = data_word(lid);
         }
-        atomicStore(&wg_mask[lid], 0u);
-        workgroupBarrier();
+        // wg_mask was cleared before the tile's descriptor was read, and wg_low is read only after
+        // the scan's barriers below: no barrier of its own here.
         let ulen = k + ((len - 1u) >> l) + 1u;
         // The upper bits in chunks of `cb` bits a thread: one word a thread, or, where the vector has at
         // most 4 · WG bits, the smallest power of two that puts every chunk in one round, so its few ones
