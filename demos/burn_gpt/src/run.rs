@@ -222,8 +222,8 @@ impl RunResult {
     }
 }
 
-/// A second device on `setup`'s adapter (requested as CubeCL requests its own), registered with Burn, whose default float type is `dtype`; its wgpu device and
-/// queue.
+/// A second device on `setup`'s adapter (requested as CubeCL requests its own), registered with Burn,
+/// whose default float type is `dtype`; its wgpu device and queue.
 fn typed_device(
     setup: &burn::tensor::wgpu::WgpuSetup,
     dtype: FloatDType,
@@ -454,4 +454,30 @@ fn density(block: &crate::model::Block, x: &burn::tensor::Tensor<3>) -> f64 {
     let z = fc1.forward(x.clone()).into_data();
     let n = z.num_elements();
     z.iter::<f32>().filter(|&v| v > 0.0).count() as f64 / n as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_ulp_bytes;
+
+    fn f32s(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn f16s(v: &[u16]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn ulp_distance_f32_and_f16() {
+        let one = 1.0f32;
+        let next = f32::from_bits(one.to_bits() + 3);
+        assert_eq!(max_ulp_bytes(&f32s(&[0.5, one]), &f32s(&[0.5, next]), 4), 3);
+        // Across zero: +0 and the smallest negative subnormal are one step apart, as are -0 and +0 (0).
+        assert_eq!(max_ulp_bytes(&f32s(&[0.0]), &f32s(&[-f32::from_bits(1)]), 4), 1);
+        assert_eq!(max_ulp_bytes(&f32s(&[0.0]), &f32s(&[-0.0]), 4), 0);
+        // F16 1.0 (0x3c00) against 0x3c05, and +1.0 against -1.0: 2 · 0x3c00.
+        assert_eq!(max_ulp_bytes(&f16s(&[0x3c00, 0]), &f16s(&[0x3c05, 0]), 2), 5);
+        assert_eq!(max_ulp_bytes(&f16s(&[0x3c00]), &f16s(&[0xbc00]), 2), 2 * 0x3c00);
+    }
 }
