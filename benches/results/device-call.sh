@@ -38,6 +38,24 @@ bench_run() {
   save_results
 }
 
+# bench_pairs A BIN_A B BIN_B [VAR=VALUE ...]: an interleaved A/B, `bench_run` as A1 BIN_A, B1 BIN_B,
+# A2 BIN_A, B2 BIN_B, every run with the same variables (a disturbed batch then shows in one pair only).
+bench_pairs() {
+  local a=$1 bin_a=$2 b=$3 bin_b=$4
+  shift 4
+  bench_run "${a}1" "$bin_a" "$@"
+  bench_run "${b}1" "$bin_b" "$@"
+  bench_run "${a}2" "$bin_a" "$@"
+  bench_run "${b}2" "$bin_b" "$@"
+}
+
+# decoder_ab_env: the settings of the decoders' A/B calls — 201M elements, 20 repetitions, unordered
+# tiles, copy and decompress only, unpacked values (a run sets dtypes, densities and sign packing).
+decoder_ab_env() {
+  export BITSPARSE_BENCH_SIZES=201326592 BITSPARSE_BENCH_REPS=20 BITSPARSE_BENCH_TILE_ORDER=unordered
+  export BITSPARSE_BENCH_OPS=copy,decompress BITSPARSE_BENCH_SIGN_PACK=off
+}
+
 # burn_gpt_run NAME [ARG ...]: the demo trainer from .devbin/burn-gpt.xz (stripped and xz-compressed:
 # 95 MB stripped is past what a call carries; unpacked once into /tmp), run with the ARGs and `--json
 # --out $R/NAME.json --plot $R/NAME.svg`; its log lands in $R as NAME.log, then the results are saved.

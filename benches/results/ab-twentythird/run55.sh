@@ -3,14 +3,11 @@
 # descriptor's uniform load (codec_b: one barrier less on the positions tiles' chain) against 9e1105e's
 # decoder (codec_c), interleaved b c b c for BF16 at six densities (the last of the session's device
 # time).
+# (Since rewritten with device-call.sh's `decoder_ab_env` and `bench_pairs`: the binaries receive the
+# same arguments and variables in the same order, checked with stub binaries.)
 R=/tmp/res55
 LIMIT=200
 . benches/results/device-call.sh
-export BITSPARSE_BENCH_SIZES=201326592 BITSPARSE_BENCH_REPS=20 BITSPARSE_BENCH_TILE_ORDER=unordered
-export BITSPARSE_BENCH_OPS=copy,decompress BITSPARSE_BENCH_SIGN_PACK=off
-D6=BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.1,0.05,0.02,0.01
-bench_run b1 codec_b BITSPARSE_BENCH_DTYPES=bf16 $D6
-bench_run c1 codec_c BITSPARSE_BENCH_DTYPES=bf16 $D6
-bench_run b2 codec_b BITSPARSE_BENCH_DTYPES=bf16 $D6
-bench_run c2 codec_c BITSPARSE_BENCH_DTYPES=bf16 $D6
+decoder_ab_env
+bench_pairs b codec_b c codec_c BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.1,0.05,0.02,0.01
 echo total $(($(date +%s) - T0))s

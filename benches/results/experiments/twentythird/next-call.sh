@@ -19,14 +19,10 @@ R=/tmp/res56
 . benches/results/device-call.sh
 .devbin/ps_c --policy unchecked --filter decompress_v2 > $R/stats_c.txt 2>&1
 .devbin/ps_s --policy unchecked --filter decompress_v2 > $R/stats_s.txt 2>&1
-export BITSPARSE_BENCH_SIZES=201326592 BITSPARSE_BENCH_REPS=20 BITSPARSE_BENCH_TILE_ORDER=unordered
-export BITSPARSE_BENCH_OPS=copy,decompress BITSPARSE_BENCH_SIGN_PACK=off
+decoder_ab_env
 D6=BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.1,0.05,0.02,0.01
 D4=BITSPARSE_BENCH_DENSITIES=0.176,0.1,0.05,0.01
-bench_run s1 codec_s BITSPARSE_BENCH_DTYPES=bf16 $D6
-bench_run c1 codec_c BITSPARSE_BENCH_DTYPES=bf16 $D6
-bench_run s2 codec_s BITSPARSE_BENCH_DTYPES=bf16 $D6
-bench_run c2 codec_c BITSPARSE_BENCH_DTYPES=bf16 $D6
+bench_pairs s codec_s c codec_c BITSPARSE_BENCH_DTYPES=bf16 $D6
 bench_run sE codec_s BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=on $D4
 bench_run cE codec_c BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=on $D4
 echo total $(($(date +%s) - T0))s
