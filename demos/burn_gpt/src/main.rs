@@ -102,12 +102,12 @@ pub struct Args {
     /// Run through burn-train's Learner even with `--devices 1` (its single-device strategy).
     #[arg(long)]
     pub learner: bool,
-    /// The float type the measured modes train in: f32, or f16 (the adapter needs SHADER_F16; Burn's
-    /// wgpu backend has no BF16). The model is created and pre-trained in F32, then every parameter is
-    /// cast, so activations, gradients and optimizer states take the type and the BitSparse MLPs run
-    /// their F16 kernels. AdamW's epsilon is 1e-4 in F16 (its default, 1e-5, is below F16's smallest
-    /// normal number, which a GPU may flush to zero: a weight whose gradient stayed zero would then get
-    /// 0/0).
+    /// The float type the measured modes compute in: f32, or f16 (the adapter needs SHADER_F16; Burn's
+    /// wgpu backend has no BF16). The model is created and pre-trained in F32; in F16 the modes then
+    /// train in mixed precision: the forward, the backward, activations and gradients are F16 and the
+    /// BitSparse MLPs run their F16 kernels, while AdamW updates F32 master weights with F32 moments
+    /// (rounded to F16 after every update) and the loss is scaled dynamically (pure F16 training broke
+    /// the H200 model at its first update).
     #[arg(long, default_value = "f32", value_parser = parse_dtype)]
     pub dtype: FloatDType,
     /// Initial arena size in bytes, overriding --arena-mb (tests: forces overflows).
@@ -130,6 +130,15 @@ pub fn dtype_name(d: FloatDType) -> &'static str {
         FloatDType::F16 => "f16",
         FloatDType::BF16 => "bf16",
         FloatDType::F64 => "f64",
+        _ => "f32",
+    }
+}
+
+/// How the measured modes train for `d`: `"f32"`, or `"mixed_f16"` (F16 compute, F32 master weights
+/// and optimizer, dynamic loss scaling).
+pub fn precision_name(d: FloatDType) -> &'static str {
+    match d {
+        FloatDType::F16 => "mixed_f16",
         _ => "f32",
     }
 }

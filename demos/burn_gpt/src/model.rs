@@ -10,7 +10,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::nn::attention::{generate_autoregressive_mask, MhaInput, MultiHeadAttention, MultiHeadAttentionConfig};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{DType, Device, Int, Tensor};
 
 /// Model shape.
 #[derive(Copy, Clone, Debug, serde::Serialize)]
@@ -147,6 +147,19 @@ impl Gpt {
             }
         }
         self.clone().map(&mut CopyTo(device))
+    }
+
+    /// An independent copy on `device` whose parameters are stored as `dtype` whatever the device's
+    /// default float type (the F32 master weights of an F16 model: bit-for-bit the F32 source's when
+    /// it is F32).
+    pub fn copy_to_dtype(&self, device: &Device, dtype: DType) -> Gpt {
+        struct CopyTo<'a>(&'a Device, DType);
+        impl ModuleMapper for CopyTo<'_> {
+            fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+                param.map(|t| Tensor::from_data(t.into_data(), (self.0, self.1)).require_grad())
+            }
+        }
+        self.clone().map(&mut CopyTo(device, dtype))
     }
 
     /// Every parameter's path (`blocks.0.mlp.fc1.weight`) and bytes, in visiting order (the bit-identity

@@ -34,7 +34,7 @@ pub fn json(args: &Args, r: &RunResult) -> Value {
             "d_model": args.d_model, "n_layer": args.n_layer, "n_head": args.n_head, "context": args.context,
             "batch": args.batch, "lr": args.lr, "seed": args.seed, "vocab": r.shape.vocab,
             "d_ff": 4 * args.d_model, "activation": "relu2", "dtype": crate::dtype_name(args.dtype), "arena_mb": args.arena_mb,
-            "tile_order": args.tile_order.name(),
+            "tile_order": args.tile_order.name(), "precision": crate::precision_name(args.dtype),
         }),
     );
     doc.insert("modes".into(), json!(r.modes.keys().map(|m| m.name()).collect::<Vec<_>>()));
@@ -84,6 +84,8 @@ fn measurements(r: &RunResult) -> Value {
                 "arena_used_bytes_last_step": m.arena_used_bytes,
                 "op_host_ms_all": m.op_host_ms,
                 "op_server_ms_all": m.op_server_ms,
+                "skipped_steps": m.skipped_steps,
+                "loss_scale": m.loss_scale,
             }),
         );
     }

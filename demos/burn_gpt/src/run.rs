@@ -52,6 +52,11 @@ pub struct ModeResult {
     /// Time the BitSparse ops took on CubeCL's server thread in each measured step, ms
     /// (`StepReport::op_server_ns`).
     pub op_server_ms: Vec<f64>,
+    /// Measured steps whose update was skipped (mixed precision: a gradient not finite at the loss
+    /// scale, which was then halved).
+    pub skipped_steps: u64,
+    /// The loss scale after the last measured step (mixed precision, `--dtype f16`).
+    pub loss_scale: Option<f32>,
 }
 
 impl ModeResult {
@@ -323,6 +328,8 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
             let r = results.get_mut(&t.mode).expect("mode result");
             r.losses.push(out.loss);
             r.step_ms.push(out.elapsed.as_secs_f64() * 1e3);
+            r.skipped_steps += u64::from(out.skipped);
+            r.loss_scale = t.loss_scale();
             if let Some(rep) = out.report {
                 r.arena_used_bytes = Some(rep.used_bytes);
                 r.arena_capacity_bytes = Some(rep.capacity_bytes);
@@ -431,7 +438,10 @@ fn compare(
 fn log_step(step: u64, outcomes: &BTreeMap<Mode, StepOutcome>, identity: &[Identity]) {
     let parts: Vec<String> = outcomes
         .iter()
-        .map(|(m, o)| format!("{} {:.4} ({:.0} ms)", m.name(), o.loss, o.elapsed.as_secs_f64() * 1e3))
+        .map(|(m, o)| {
+            let skipped = if o.skipped { ", update skipped: loss scale halved" } else { "" };
+            format!("{} {:.4} ({:.0} ms{skipped})", m.name(), o.loss, o.elapsed.as_secs_f64() * 1e3)
+        })
         .collect();
     let same = if identity.is_empty() {
         String::new()

@@ -3,8 +3,9 @@
 use std::time::{Duration, Instant};
 
 use bitsparse_burn::{BitSparse, Error as BsError, StepReport};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{DType, Device, FloatDType, Int, Tensor};
 
 use crate::data::Batch;
 use crate::model::Gpt;
@@ -95,6 +96,103 @@ pub struct Trainer {
     ctx: Option<BitSparse>,
     /// Arena overflows met (each one grew the arena and re-ran the step).
     pub overflows: u32,
+    /// F32 master weights and the loss scale, where the model computes in F16.
+    mixed: Option<MixedPrecision>,
+}
+
+/// Mixed precision for a model that computes in F16: the weights AdamW updates are an F32 copy (the
+/// master weights, with the same parameter ids, on the same device), its moments F32 too, and the F16
+/// model the step runs is that copy rounded after every update; the loss is multiplied by `scale`
+/// before the backward and the gradients divided by it in F32 (dynamic loss scaling: a step whose
+/// gradients hold an infinity or a NaN is skipped and the scale halved, and it doubles after
+/// [`MixedPrecision::GROWTH_INTERVAL`] steps in a row without one).
+///
+/// Why: pure F16 (weights, gradients and AdamW's moments all F16) broke the pre-trained H200 model at
+/// its first update, every mode NaN from the second step, dense included (twenty-third session); on
+/// lavapipe (d = 128, 4 layers, lr 5e-4, 100 F32 pre-training steps) its loss rose from 2.35 to 2.87 in
+/// two steps where F32 went to 2.27 and 2.33 (twenty-fourth session, `demos/burn_gpt/README.md`).
+#[derive(Clone)]
+struct MixedPrecision {
+    master: Gpt,
+    scale: f32,
+    good_steps: u32,
+}
+
+impl MixedPrecision {
+    /// The loss scale at the start (the largest power of two for which a loss up to ~16, this model's
+    /// at initialisation being ln(vocab) ≈ 4.1, stays below F16's largest finite 65504).
+    const INITIAL_SCALE: f32 = 4096.0;
+    /// Steps without a non-finite gradient after which the scale doubles (PyTorch's `GradScaler`
+    /// default).
+    const GROWTH_INTERVAL: u32 = 2000;
+
+    /// F16 gradients of the model (same parameter ids as the master) as unscaled F32 gradients of the
+    /// master, and the sum of all their elements: finite exactly when every gradient is (a sum of F32
+    /// values that are F16-finite cannot overflow at this model's sizes).
+    fn unscale(&self, mut grads16: GradientsParams) -> (GradientsParams, Option<Tensor<1>>) {
+        struct Unscale<'a> {
+            grads16: &'a mut GradientsParams,
+            grads32: GradientsParams,
+            inv_scale: f64,
+            check: Option<Tensor<1>>,
+        }
+        impl ModuleVisitor for Unscale<'_> {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+                if let Some(g) = self.grads16.remove::<D>(param.id) {
+                    let g = g.cast(FloatDType::F32).mul_scalar(self.inv_scale);
+                    let s = g.clone().sum();
+                    self.check = Some(match self.check.take() {
+                        Some(c) => c + s,
+                        None => s,
+                    });
+                    self.grads32.register(param.id, g);
+                }
+            }
+        }
+        let mut v = Unscale {
+            grads16: &mut grads16,
+            grads32: GradientsParams::new(),
+            inv_scale: 1.0 / f64::from(self.scale),
+            check: None,
+        };
+        self.master.visit(&mut v);
+        (v.grads32, v.check)
+    }
+
+    /// The F16 model of `master`'s weights: each parameter rounded to F16 as a new leaf that requires
+    /// gradients, with its id and its autodiff strategy (gradient checkpointing) kept; the other fields
+    /// (the BitSparse context) taken from `model`.
+    fn rounded(master: &Gpt, model: &Gpt) -> Gpt {
+        struct Round;
+        impl ModuleMapper for Round {
+            fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+                param.map(|t| {
+                    let strategy = t.gradient_checkpointing_strategy();
+                    let mut r = Tensor::from_inner(t.inner().cast(FloatDType::F16));
+                    if let Some(s) = strategy {
+                        r = r.with_gradient_checkpointing_strategy(s);
+                    }
+                    r.require_grad()
+                })
+            }
+        }
+        let ctx = model.blocks.first().and_then(|b| b.mlp.ctx.clone());
+        master.clone().map(&mut Round).with_bitsparse(ctx.as_ref())
+    }
+
+    /// After a step whose gradients were all finite (`true`) or not.
+    fn record(&mut self, finite: bool) {
+        if finite {
+            self.good_steps += 1;
+            if self.good_steps == Self::GROWTH_INTERVAL {
+                self.scale *= 2.0;
+                self.good_steps = 0;
+            }
+        } else {
+            self.scale /= 2.0;
+            self.good_steps = 0;
+        }
+    }
 }
 
 /// What one applied step gave.
@@ -106,6 +204,8 @@ pub struct StepOutcome {
     pub elapsed: Duration,
     /// The arena's report (BitSparse modes).
     pub report: Option<StepReport>,
+    /// Whether the update was skipped (mixed precision: a gradient was not finite at this loss scale).
+    pub skipped: bool,
 }
 
 /// Bytes a forward left in use, from the measuring step.
@@ -134,12 +234,23 @@ impl MemoryMeasure {
 
 impl Trainer {
     /// A trainer of `mode` starting from (a bit-exact copy of) `initial`.
+    /// A model whose weights land in F16 (`base` configured so, `--dtype f16`) trains in mixed
+    /// precision: AdamW updates F32 master weights copied from `initial` (see [`MixedPrecision`]).
     pub fn new(mode: Mode, base: &Device, initial: &Gpt, lr: f64, ctx: &BitSparse) -> Trainer {
         let device = mode.device(base);
         let ctx = mode.is_bitsparse().then(|| ctx.clone());
         let model = initial.copy_to(&device).with_bitsparse(ctx.as_ref());
-        let optim = adamw(&model);
-        Trainer { mode, device, model, optim, lr, ctx, overflows: 0 }
+        let mixed = model.is_f16().then(|| MixedPrecision {
+            master: initial.copy_to_dtype(&device, DType::F32),
+            scale: MixedPrecision::INITIAL_SCALE,
+            good_steps: 0,
+        });
+        Trainer { mode, device, model, optim: adamw(), lr, ctx, overflows: 0, mixed }
+    }
+
+    /// The loss scale of a mixed-precision trainer.
+    pub fn loss_scale(&self) -> Option<f32> {
+        self.mixed.as_ref().map(|m| m.scale)
     }
 
     /// One training step on `batch`, timed from the start of the forward to the loss read. On an arena
@@ -162,16 +273,28 @@ impl Trainer {
             ctx.begin_step(&self.device)?;
         }
         let loss = self.model.loss(inputs, targets);
-        let grads = loss.backward();
+        let grads = match &self.mixed {
+            Some(m) => loss.clone().mul_scalar(m.scale).backward(),
+            None => loss.clone().backward(),
+        };
         // The status read starts now and is collected after the optimizer step has been recorded and
         // flushed, so the GPU never idles for it; on an overflow the recorded update is dropped (the
-        // model and optimizer from before it are kept) and the step re-runs.
+        // model and optimizer from before it are kept) and the step re-runs. A mixed-precision step's
+        // finiteness check is read with the loss, after the update is recorded, and a non-finite one
+        // drops the update the same way.
         if let Some(ctx) = &self.ctx {
             ctx.request_status(&self.device)?;
         }
         let grads = GradientsParams::from_grads(grads, &self.model);
-        let before = self.ctx.is_some().then(|| self.optim.clone());
-        let candidate = self.optim.step(self.lr, self.model.clone(), grads);
+        let before = (self.ctx.is_some() || self.mixed.is_some()).then(|| self.optim.clone());
+        let (candidate, master, check) = match &self.mixed {
+            None => (self.optim.step(self.lr, self.model.clone(), grads), None, None),
+            Some(m) => {
+                let (grads, check) = m.unscale(grads);
+                let master = self.optim.step(self.lr, m.master.clone(), grads);
+                (MixedPrecision::rounded(&master, &self.model), Some(master), check)
+            }
+        };
         let report = match &self.ctx {
             Some(ctx) => match ctx.finish_step(&self.device) {
                 Ok(r) => Some(r),
@@ -184,10 +307,26 @@ impl Trainer {
             },
             None => None,
         };
-        self.model = candidate;
-        let loss = read_scalar(loss);
+        let (loss, finite) = match check {
+            Some(c) => {
+                let v = read_floats(Tensor::cat(vec![loss.cast(FloatDType::F32), c], 0));
+                (v[0], v[1].is_finite())
+            }
+            None => (read_scalar(loss), true),
+        };
         self.device.sync().map_err(|e| BsError::Burn(format!("sync: {e:?}")))?;
-        Ok(StepOutcome { loss, elapsed: start.elapsed(), report })
+        if let Some(m) = &mut self.mixed {
+            m.record(finite);
+        }
+        if finite {
+            self.model = candidate;
+            if let (Some(m), Some(master)) = (&mut self.mixed, master) {
+                m.master = master;
+            }
+        } else if let Some(o) = before {
+            self.optim = o;
+        }
+        Ok(StepOutcome { loss, elapsed: start.elapsed(), report, skipped: !finite })
     }
 
     fn grow(&mut self, needed: u64, capacity: u64) -> StepResult<()> {
@@ -208,10 +347,14 @@ impl Trainer {
             mode: self.mode,
             device: self.device.clone(),
             model: self.model.copy_to(&self.device).with_bitsparse(self.ctx.as_ref()),
-            optim: adamw(&self.model),
+            optim: adamw(),
             lr: self.lr,
             ctx: self.ctx.clone(),
             overflows: 0,
+            mixed: self.mixed.as_ref().map(|m| MixedPrecision {
+                master: m.master.copy_to_dtype(&self.device, DType::F32),
+                ..m.clone()
+            }),
         };
         for batch in batches {
             scratch.step(&batch)?;
@@ -287,20 +430,18 @@ fn pool_bytes(base: &Device) -> StepResult<u64> {
         .ok_or_else(|| BsError::Burn("this device reports no memory pool usage".into()))
 }
 
-/// The value of a one-element loss (a host read: it waits for the step).
-/// AdamW for `model`: epsilon 1e-4 where it trains in F16 (the default, 1e-5, is below F16's smallest
-/// normal number, which a GPU may flush to zero; a weight whose gradient stayed zero would then be
-/// updated by 0/0).
-fn adamw(model: &Gpt) -> ModuleOptimizer {
-    let config = AdamWConfig::new();
-    if model.is_f16() {
-        config.with_epsilon(1e-4).init()
-    } else {
-        config.init()
-    }
+/// AdamW with Burn's defaults. (Its moments are F32 in every mode: a model that computes in F16 keeps
+/// F32 master weights, and AdamW updates those.)
+fn adamw() -> ModuleOptimizer {
+    AdamWConfig::new().init()
 }
 
+/// The value of a one-element loss (a host read: it waits for the step).
 pub fn read_scalar(loss: Tensor<1>) -> f32 {
-    // Read in whatever float type the model trains in (`--dtype`), widened to F32.
-    loss.into_data().iter::<f32>().next().unwrap_or(f32::NAN)
+    read_floats(loss).first().copied().unwrap_or(f32::NAN)
+}
+
+/// A tensor's elements, in whatever float type it holds (`--dtype`), widened to F32 (a host read).
+fn read_floats(t: Tensor<1>) -> Vec<f32> {
+    t.into_data().iter::<f32>().collect()
 }
