@@ -110,6 +110,10 @@ pub struct Args {
     /// the H200 model at its first update).
     #[arg(long, default_value = "f32", value_parser = parse_dtype)]
     pub dtype: FloatDType,
+    /// Initial loss scale of `--dtype f16`'s mixed precision, overriding 4096 (tests: a scale past F16's
+    /// range forces skipped updates).
+    #[arg(long, hide = true)]
+    pub loss_scale: Option<f32>,
     /// Initial arena size in bytes, overriding --arena-mb (tests: forces overflows).
     #[arg(long, hide = true)]
     pub arena_bytes: Option<u64>,

@@ -262,10 +262,11 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
         Device::wgpu_options().init_with_setup().map_err(|e| format!("no wgpu adapter could be opened: {e}"))?;
     // `--dtype f16`: the modes train on a second device of the adapter whose default float type is F16
     // (set before any tensor exists on it), from the model pre-trained on the first in F32, so the modes
-    // start from the densities F32 training gives. (Pre-training in F16 went NaN by step 100 on the H200,
-    // d = 768, 12 layers; the F16 modes there went NaN at their second step, dense too: pure F16 with
-    // AdamW and no loss scaling does not train that model. Casting the parameters on an F32 device
-    // instead leaves tensors Burn creates in F32: a dtype mismatch at the memory measurement.)
+    // start from the densities F32 training gives, in mixed precision (`train::MixedPrecision`: F32
+    // master weights and AdamW, dynamic loss scaling). (Pure F16 pre-training went NaN by step 100 on
+    // the H200, d = 768, 12 layers, and pure F16 modes there went NaN at their second step, dense too.
+    // Casting the parameters on an F32 device instead leaves tensors Burn creates in F32: a dtype
+    // mismatch at the memory measurement.)
     let measured = match args.dtype {
         FloatDType::F32 => None,
         dtype => Some(typed_device(&setup, dtype)?),
@@ -301,7 +302,10 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
     // From here on the modes' device (the parameters are converted to its default type when they are
     // copied to it).
     let base = mbase;
-    let mut trainers: Vec<Trainer> = modes.iter().map(|&m| Trainer::new(m, &base, &initial, args.lr, &ctx)).collect();
+    let mut trainers: Vec<Trainer> = modes
+        .iter()
+        .map(|&m| Trainer::new(m, &base, &initial, args.lr, &ctx).with_loss_scale(args.loss_scale))
+        .collect();
     drop(initial);
 
     for t in &trainers {

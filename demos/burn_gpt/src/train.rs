@@ -105,7 +105,7 @@ pub struct Trainer {
 /// model the step runs is that copy rounded after every update; the loss is multiplied by `scale`
 /// before the backward and the gradients divided by it in F32 (dynamic loss scaling: a step whose
 /// gradients hold an infinity or a NaN is skipped and the scale halved, and it doubles after
-/// [`MixedPrecision::GROWTH_INTERVAL`] steps in a row without one).
+/// [`LossScale::GROWTH_INTERVAL`] steps in a row without one).
 ///
 /// Why: pure F16 (weights, gradients and AdamW's moments all F16) broke the pre-trained H200 model at
 /// its first update, every mode NaN from the second step, dense included (twenty-third session); on
@@ -114,18 +114,46 @@ pub struct Trainer {
 #[derive(Clone)]
 struct MixedPrecision {
     master: Gpt,
+    scale: LossScale,
+}
+
+/// Dynamic loss scaling: the factor the loss is multiplied by before the backward.
+#[derive(Copy, Clone, Debug, PartialEq)]
+struct LossScale {
     scale: f32,
     good_steps: u32,
 }
 
-impl MixedPrecision {
-    /// The loss scale at the start (the largest power of two for which a loss up to ~16, this model's
-    /// at initialisation being ln(vocab) ≈ 4.1, stays below F16's largest finite 65504).
-    const INITIAL_SCALE: f32 = 4096.0;
+impl LossScale {
+    /// The scale at the start. It must itself be an F16 number (at most 65504: 2^16 and above round to
+    /// infinity, and every update is skipped until the scale is halved below it), and the backward
+    /// starts from it (the scaled loss's own value is never used), so the logits' gradients, each at most
+    /// 1/tokens of the step, times it stay far inside F16's range.
+    const INITIAL: f32 = 4096.0;
     /// Steps without a non-finite gradient after which the scale doubles (PyTorch's `GradScaler`
     /// default).
     const GROWTH_INTERVAL: u32 = 2000;
 
+    fn new(scale: f32) -> LossScale {
+        LossScale { scale, good_steps: 0 }
+    }
+
+    /// After a step whose gradients were all finite (`true`) or not.
+    fn record(&mut self, finite: bool) {
+        if finite {
+            self.good_steps += 1;
+            if self.good_steps == Self::GROWTH_INTERVAL {
+                self.scale *= 2.0;
+                self.good_steps = 0;
+            }
+        } else {
+            self.scale /= 2.0;
+            self.good_steps = 0;
+        }
+    }
+}
+
+impl MixedPrecision {
     /// F16 gradients of the model (same parameter ids as the master) as unscaled F32 gradients of the
     /// master, and the sum of all their elements: finite exactly when every gradient is (a sum of F32
     /// values that are F16-finite cannot overflow at this model's sizes).
@@ -152,7 +180,7 @@ impl MixedPrecision {
         let mut v = Unscale {
             grads16: &mut grads16,
             grads32: GradientsParams::new(),
-            inv_scale: 1.0 / f64::from(self.scale),
+            inv_scale: 1.0 / f64::from(self.scale.scale),
             check: None,
         };
         self.master.visit(&mut v);
@@ -178,20 +206,6 @@ impl MixedPrecision {
         }
         let ctx = model.blocks.first().and_then(|b| b.mlp.ctx.clone());
         master.clone().map(&mut Round).with_bitsparse(ctx.as_ref())
-    }
-
-    /// After a step whose gradients were all finite (`true`) or not.
-    fn record(&mut self, finite: bool) {
-        if finite {
-            self.good_steps += 1;
-            if self.good_steps == Self::GROWTH_INTERVAL {
-                self.scale *= 2.0;
-                self.good_steps = 0;
-            }
-        } else {
-            self.scale /= 2.0;
-            self.good_steps = 0;
-        }
     }
 }
 
@@ -242,15 +256,23 @@ impl Trainer {
         let model = initial.copy_to(&device).with_bitsparse(ctx.as_ref());
         let mixed = model.is_f16().then(|| MixedPrecision {
             master: initial.copy_to_dtype(&device, DType::F32),
-            scale: MixedPrecision::INITIAL_SCALE,
-            good_steps: 0,
+            scale: LossScale::new(LossScale::INITIAL),
         });
         Trainer { mode, device, model, optim: adamw(), lr, ctx, overflows: 0, mixed }
     }
 
+    /// The same trainer with its mixed precision's loss scale starting at `scale` (a test knob: a
+    /// scale past F16's range forces skipped steps); no effect on an F32 trainer.
+    pub fn with_loss_scale(mut self, scale: Option<f32>) -> Trainer {
+        if let (Some(m), Some(s)) = (&mut self.mixed, scale) {
+            m.scale = LossScale::new(s);
+        }
+        self
+    }
+
     /// The loss scale of a mixed-precision trainer.
     pub fn loss_scale(&self) -> Option<f32> {
-        self.mixed.as_ref().map(|m| m.scale)
+        self.mixed.as_ref().map(|m| m.scale.scale)
     }
 
     /// One training step on `batch`, timed from the start of the forward to the loss read. On an arena
@@ -274,7 +296,7 @@ impl Trainer {
         }
         let loss = self.model.loss(inputs, targets);
         let grads = match &self.mixed {
-            Some(m) => loss.clone().mul_scalar(m.scale).backward(),
+            Some(m) => loss.clone().mul_scalar(m.scale.scale).backward(),
             None => loss.clone().backward(),
         };
         // The status read starts now and is collected after the optimizer step has been recorded and
@@ -316,7 +338,7 @@ impl Trainer {
         };
         self.device.sync().map_err(|e| BsError::Burn(format!("sync: {e:?}")))?;
         if let Some(m) = &mut self.mixed {
-            m.record(finite);
+            m.scale.record(finite);
         }
         if finite {
             self.model = candidate;
@@ -351,10 +373,10 @@ impl Trainer {
             lr: self.lr,
             ctx: self.ctx.clone(),
             overflows: 0,
-            mixed: self.mixed.as_ref().map(|m| MixedPrecision {
-                master: m.master.copy_to_dtype(&self.device, DType::F32),
-                ..m.clone()
-            }),
+            mixed: self
+                .mixed
+                .as_ref()
+                .map(|m| MixedPrecision { master: m.master.copy_to_dtype(&self.device, DType::F32), scale: m.scale }),
         };
         for batch in batches {
             scratch.step(&batch)?;
@@ -444,4 +466,24 @@ pub fn read_scalar(loss: Tensor<1>) -> f32 {
 /// A tensor's elements, in whatever float type it holds (`--dtype`), widened to F32 (a host read).
 fn read_floats(t: Tensor<1>) -> Vec<f32> {
     t.into_data().iter::<f32>().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LossScale;
+
+    #[test]
+    fn loss_scale_halves_on_overflow_and_doubles_after_the_growth_interval() {
+        let mut s = LossScale::new(LossScale::INITIAL);
+        for _ in 1..LossScale::GROWTH_INTERVAL {
+            s.record(true);
+        }
+        assert_eq!(s.scale, LossScale::INITIAL);
+        s.record(false);
+        assert_eq!(s, LossScale { scale: LossScale::INITIAL / 2.0, good_steps: 0 });
+        for _ in 0..LossScale::GROWTH_INTERVAL {
+            s.record(true);
+        }
+        assert_eq!(s, LossScale { scale: LossScale::INITIAL, good_steps: 0 });
+    }
 }
