@@ -111,8 +111,8 @@ fn dense_losses(extra: &[&str]) -> Option<Vec<f64>> {
 }
 
 /// Mixed precision trains the model as F32 does: every F16 loss within 0.05 of F32's on the same
-/// batches (measured 0.003 at most). Pure F16 (F16 weights and AdamW moments) missed by 0.12–0.40
-/// from the second step on at this size (its second moments underflow: updates of up to ~80 × the
+/// batches (measured 0.003 at most). Pure F16 (F16 weights and AdamW moments) missed by 0.07–0.40 on
+/// every step after the first at this size (its second moments underflow: updates of up to ~80 × the
 /// learning rate).
 #[test]
 fn burn_gpt_tiny_f16_trains_like_f32() {
