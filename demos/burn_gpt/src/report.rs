@@ -34,6 +34,7 @@ pub fn json(args: &Args, r: &RunResult) -> Value {
             "d_model": args.d_model, "n_layer": args.n_layer, "n_head": args.n_head, "context": args.context,
             "batch": args.batch, "lr": args.lr, "seed": args.seed, "vocab": r.shape.vocab,
             "d_ff": 4 * args.d_model, "activation": "relu2", "dtype": crate::dtype_name(args.dtype), "arena_mb": args.arena_mb,
+            "arena_bytes": args.arena_bytes(),
             "tile_order": args.tile_order.name(), "precision": crate::precision_name(args.dtype),
         }),
     );

@@ -283,7 +283,7 @@ pub fn run(args: &Args) -> Result<RunResult, String> {
     };
     eprintln!("adapter: {} ({})", adapter.name, adapter.backend);
     let config =
-        BitSparseConfig { tile_order: args.tile_order, ..BitSparseConfig::with_arena_bytes(args.arena_mb << 20) };
+        BitSparseConfig { tile_order: args.tile_order, ..BitSparseConfig::with_arena_bytes(args.arena_bytes()) };
     let ctx = BitSparse::new(&mbase, mdevice, mqueue, config).map_err(|e| format!("bitsparse context: {e}"))?;
 
     let corpus = Corpus::new(CORPUS);

@@ -248,6 +248,7 @@ impl MemoryMeasure {
 
 impl Trainer {
     /// A trainer of `mode` starting from (a bit-exact copy of) `initial`.
+    ///
     /// A model whose weights land in F16 (`base` configured so, `--dtype f16`) trains in mixed
     /// precision: AdamW updates F32 master weights copied from `initial` (see [`MixedPrecision`]).
     pub fn new(mode: Mode, base: &Device, initial: &Gpt, lr: f64, ctx: &BitSparse) -> Trainer {
@@ -297,7 +298,7 @@ impl Trainer {
         let loss = self.model.loss(inputs, targets);
         let grads = match &self.mixed {
             Some(m) => loss.clone().mul_scalar(m.scale.scale).backward(),
-            None => loss.clone().backward(),
+            None => loss.backward(),
         };
         // The status read starts now and is collected after the optimizer step has been recorded and
         // flushed, so the GPU never idles for it; on an overflow the recorded update is dropped (the
@@ -332,7 +333,7 @@ impl Trainer {
         let (loss, finite) = match check {
             Some(c) => {
                 let v = read_floats(Tensor::cat(vec![loss.cast(FloatDType::F32), c], 0));
-                (v[0], v[1].is_finite())
+                (v.first().copied().unwrap_or(f32::NAN), v.get(1).is_some_and(|c| c.is_finite()))
             }
             None => (read_scalar(loss), true),
         };

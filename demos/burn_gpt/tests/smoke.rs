@@ -126,21 +126,19 @@ fn burn_gpt_tiny_f16_trains_like_f32() {
 
 /// A loss scale past F16's range (2^20: the F16 scale itself is infinite) makes the gradients
 /// non-finite: those updates are skipped, the scale halves each time until the gradients are finite,
-/// and the pair stays bit-identical.
+/// and the pair stays bit-identical — with a 4 KiB arena, so that the BitSparse mode's arena
+/// overflows (its step dropped and re-run) meet the skipped updates in the same steps.
 #[test]
 fn burn_gpt_tiny_f16_skips_non_finite_updates() {
-    let Some(doc) = tiny_run(&[
-        "--steps",
-        "7",
-        "--dtype",
-        "f16",
-        "--loss-scale",
-        "1048576",
-        "--modes",
-        "ckpt_dense,ckpt_bitsparse",
-    ]) else {
+    // No warm-up step: it would grow the shared arena before the measured steps.
+    let args =
+        ["--warmup", "0", "--json", "--pretrain", "2", "--steps", "7", "--dtype", "f16", "--loss-scale", "1048576"];
+    let Some(doc) =
+        json_run(&[&args[..], TINY, &["--arena-bytes", "4096", "--modes", "ckpt_dense,ckpt_bitsparse"]].concat())
+    else {
         return;
     };
+    assert!(doc["arena_overflows"].as_u64().is_some_and(|n| n > 0), "no arena overflow: {}", doc["arena_overflows"]);
     let m = &doc["measurements"];
     let skipped = m["ckpt_dense"]["skipped_steps"].as_u64().expect("skipped_steps");
     assert!((1..7).contains(&skipped), "skipped {skipped} of 7 steps");
