@@ -10,7 +10,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::nn::attention::{generate_autoregressive_mask, MhaInput, MultiHeadAttention, MultiHeadAttentionConfig};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::tensor::{DType, Device, Int, Tensor};
+use burn::tensor::{DType, Device, Int, Tensor, TensorCreationOptions};
 
 /// Model shape.
 #[derive(Copy, Clone, Debug, serde::Serialize)]
@@ -132,7 +132,7 @@ impl Gpt {
 
     /// Whether the model's parameters are F16.
     pub fn is_f16(&self) -> bool {
-        self.head.weight.val().dtype() == burn::tensor::DType::F16
+        self.head.weight.val().dtype() == DType::F16
     }
 
     /// An independent copy on `device`, parameters bit-for-bit equal: each one is read to the host and
@@ -140,26 +140,24 @@ impl Gpt {
     /// weights on devices of different autodiff strategy (a plain `clone` would keep the source
     /// tensors' strategy; `fork` too).
     pub fn copy_to(&self, device: &Device) -> Gpt {
-        struct CopyTo<'a>(&'a Device);
-        impl ModuleMapper for CopyTo<'_> {
-            fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-                param.map(|t| Tensor::from_data(t.into_data(), self.0).require_grad())
-            }
-        }
-        self.clone().map(&mut CopyTo(device))
+        self.copy_as(device, None)
     }
 
-    /// An independent copy on `device` whose parameters are stored as `dtype` whatever the device's
-    /// default float type (the F32 master weights of an F16 model: bit-for-bit the F32 source's when
-    /// it is F32).
+    /// [`Gpt::copy_to`] with the parameters stored as `dtype` whatever the device's default float type
+    /// (the F32 master weights of an F16 model: bit-for-bit the F32 source's when it is F32).
     pub fn copy_to_dtype(&self, device: &Device, dtype: DType) -> Gpt {
-        struct CopyTo<'a>(&'a Device, DType);
-        impl ModuleMapper for CopyTo<'_> {
+        self.copy_as(device, Some(dtype))
+    }
+
+    /// The copy of both: `dtype` `None` takes the device's default float type (converting the values).
+    fn copy_as(&self, device: &Device, dtype: Option<DType>) -> Gpt {
+        struct CopyTo(TensorCreationOptions);
+        impl ModuleMapper for CopyTo {
             fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-                param.map(|t| Tensor::from_data(t.into_data(), (self.0, self.1)).require_grad())
+                param.map(|t| Tensor::from_data(t.into_data(), self.0.clone()).require_grad())
             }
         }
-        self.clone().map(&mut CopyTo(device, dtype))
+        self.clone().map(&mut CopyTo(TensorCreationOptions { device: device.clone(), dtype }))
     }
 
     /// Every parameter's path (`blocks.0.mlp.fc1.weight`) and bytes, in visiting order (the bit-identity
