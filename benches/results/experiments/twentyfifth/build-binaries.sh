@@ -1,0 +1,46 @@
+#!/bin/bash
+# Builds (here, not on the device) everything the two prepared device calls carry in `.devbin/`:
+# `next-call-decoders.sh`'s codec_{c,p,a,b,mv} and ps_{c,mv}, and `../twentyfourth/next-call.sh`'s
+# burn-gpt.xz; then fetches the loader debs into `.gl/` (docs/DEVICE.md). Run from the repository root
+# on a clean `shaders/` (each binary is HEAD plus its patches; `shaders/` is restored after each).
+# About 5 minutes with a warm `target/` (burn-gpt from a cold one: ~15 more).
+set -eu
+E=benches/results/experiments
+mkdir -p .devbin .gl
+git diff --quiet -- shaders || { echo "shaders/ has uncommitted changes" >&2; exit 1; }
+grep -qx '/.devbin/' .git/info/exclude || printf '/.gl/\n/.devbin/\n' >> .git/info/exclude
+
+# build NAME [PATCH ...]: the codec bench with the patches applied, stripped into .devbin/codec_NAME.
+build() {
+  local x=$1
+  shift
+  for pt in "$@"; do git apply "$E/$pt"; done
+  local bin
+  bin=$(cargo bench -p bitsparse-bench --bench codec --no-run 2>&1 | sed -n 's/.*Executable codec.rs (\(.*\))/\1/p')
+  strip -o ".devbin/codec_$x" "$bin"
+  if [ "$x" = c ] || [ "$x" = mv ]; then
+    cargo build --release -p bitsparse-tools --bin pipeline_stats
+    strip -o ".devbin/ps_$x" target/release/pipeline_stats
+  fi
+  git checkout -q shaders
+  echo "built codec_$x"
+}
+trap 'git checkout -q shaders' EXIT
+build c
+build p twentyfourth/v2-decoder-sgrank-posscan.patch
+build a twentyfifth/v2-decoder-posscan-direct-ranks.patch
+build b twentyfifth/v2-decoder-posscan-direct-ranks-by-word.patch
+build mv twentyfifth/v2-decoder-direct-ranks-subgroup-mask-ranks.patch twentyfifth/decompress-ranks-without-barrier.patch
+
+cargo build --release -p burn-gpt --bin burn-gpt
+strip -o /tmp/burn-gpt-stripped target/release/burn-gpt
+xz -T2 -6 -c /tmp/burn-gpt-stripped > .devbin/burn-gpt.xz
+
+o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+if ! ls .gl/*.deb > /dev/null 2>&1; then
+  mkdir -p /tmp/amd64/partial
+  apt-get $o update
+  (cd .gl && apt-get $o download libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libopengl0 libgles2)
+fi
+ls -la .devbin .gl
+du -sh .devbin .gl
