@@ -18,7 +18,7 @@
 #       So mv's version-1 rows time that change against c's (and p's, a's, b's: version 1 as HEAD).
 # Every patch passes the whole GPU suite on lavapipe (subgroups of 8) and a mutant of each fails it.
 # Build first (here): `bash benches/results/experiments/twentyfifth/build-binaries.sh` does all of what
-# follows (and burn-gpt.xz for ../twentyfourth/next-call.sh; its codec binaries matched the hand-built ones by md5).
+# follows (and burn-gpt.xz for run57.sh; its codec binaries matched the hand-built ones by md5).
 # By hand: for each X, `git apply` its patch(es) (mv: both), then
 # `cargo bench -p bitsparse-bench --bench codec --no-run`, strip `target/release/deps/codec-*` into
 # `.devbin/codec_X`; for c and mv also `cargo build --release -p bitsparse-tools --bin pipeline_stats`,

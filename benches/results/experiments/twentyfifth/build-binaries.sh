@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds (here, not on the device) everything the two prepared device calls carry in `.devbin/`:
-# `next-call-decoders.sh`'s codec_{c,p,a,b,mv} and ps_{c,mv}, and `../twentyfourth/next-call.sh`'s
-# burn-gpt.xz; then fetches the loader debs into `.gl/` (docs/DEVICE.md). Run from the repository root
+# the twenty-fifth session's call 1 (`../../ab-twentyfifth/run59.sh`): codec_{c,p,a,b,mv} and ps_{c,mv},
+# and its call 2 (`run57.sh` there): burn-gpt.xz; then fetches the loader debs into `.gl/` (docs/DEVICE.md). Run from the repository root
 # on a clean `shaders/` (each binary is HEAD plus its patches; `shaders/` is restored after each).
 # About 5 minutes with a warm `target/` (burn-gpt from a cold one: ~15 more).
 set -eu
