@@ -7,11 +7,12 @@
 //   positions  the Elias–Fano upper bits are read in chunks of 1 to 32 bits, one per thread, their
 //              ones counted and scanned across the workgroup, and every one becomes its position
 //              (high part = its bit index minus its rank, low part from the lower bits), set in a mask
-//              in workgroup memory with an atomicOr;
+//              in workgroup memory with an atomicOr, and its rank recorded as its mask word's first
+//              with an atomicMin (so this tile's mask needs no scan);
 //   empty      an empty mask;
 //   raw        no mask: element e is value e.
-// A value's rank is the scanned popcount of the mask words before its word plus the popcount below it
-// in its word; its code sits at bit `values + rank · width` of the tile's data, read with two word
+// A value's rank is the number of ones before its mask word (scanned, or the positions tile's first
+// rank) plus the popcount below it in its word; its code sits at bit `values + rank · width` of the tile's data, read with two word
 // loads, and the codes of an output word are decoded on all its element lanes at once.
 //
 // No workgroup waits on another, and every loop has a trip count bounded by the tile geometry (at most
@@ -57,6 +58,16 @@ var<private> base: u32;
 // H200 (201M BF16, same binary): 0.361 -> 0.354 ms at ρ = 0.176, 0.332 -> 0.325 at 0.05, 0.297 -> 0.290
 // at 0.01; e4m3 0.246 -> 0.237 at 0.176 (docs/PERFORMANCE.md, seventeenth session).
 var<workgroup> wg_low: array<u32, 65>;
+
+// A positions tile's ranks: for each mask word, the rank of its first one (the number of ones before the
+// word), set by the ones themselves while they build the mask (an atomicMin, as threads at a chunk's
+// ends may share a word); a word without ones keeps `k`, and its output has no value to gather. So a
+// positions tile needs no scan of its mask: one barrier after the ones are set, not a scan's. On the H200
+// (201M BF16, same call; docs/PERFORMANCE.md, twenty-fifth session, call 3): 0.2934 -> 0.2899 ms at
+// ρ = 0.176, 0.2545 -> 0.2442 at 0.05, 0.2442 -> 0.2338 at 0.02, 0.2258 at 0.01 (0.2369 in call 1); F16 -4 % and e4m3
+// sign-packed -2.5 to -5.7 % below ρ = 0.1; 0.2140 -> 0.2167 at ρ = 0.5 (mask tiles only) and F32 +1 %
+// at 0.176 and 0.1, the price of the output's third branch and this array.
+var<workgroup> wg_first: array<atomic<u32>, 128>;
 
 // `width` (0 ..= 12) bits of the staged low parts at bit `bit`.
 fn low_part(bit: u32, width: u32) -> u32 {
@@ -351,8 +362,9 @@ fn decompress_v2(
         if lid < min((k * l + 31u) / 32u, 64u) {
             wg_low[lid] = data_word(lid);
         }
-        // wg_mask was cleared before the tile's descriptor was read, and wg_low is read only after
-        // the scan's barriers below: no barrier of its own here.
+        // wg_mask was cleared before the tile's descriptor was read, and wg_low and wg_first are read
+        // or updated only after the scan's barriers below: no barrier of their own here.
+        atomicStore(&wg_first[lid], k);
         let ulen = k + ((len - 1u) >> l) + 1u;
         // The upper bits in chunks of `cb` bits a thread: one word a thread, or, where the vector has at
         // most 4 · WG bits, the smallest power of two that puts every chunk in one round, so its few ones
@@ -380,7 +392,9 @@ fn decompress_v2(
                 let b = firstTrailingBit(m);
                 let pos = ((j * cb + b - r) << l) | low_part(r * l, l);
                 // In the tile for every valid stream; clamped so a corrupt one cannot write past the mask.
-                atomicOr(&wg_mask[min(pos >> 5u, 127u)], 1u << (pos & 31u));
+                let wi = min(pos >> 5u, 127u);
+                atomicOr(&wg_mask[wi], 1u << (pos & 31u));
+                atomicMin(&wg_first[wi], r);
                 r++;
             }
             ones_before += s.y;
@@ -388,13 +402,14 @@ fn decompress_v2(
         values = k * l + ulen;
     }
     if enc == 1u {
+        // The mask and each word's first rank are complete.
         workgroupBarrier();
-        mw = atomicLoad(&wg_mask[lid]);
+    } else {
+        let s = scan_excl(countOneBits(mw), lid);
+        // Each mask word with the number of set bits before it: one plain load per output word below.
+        wg_rank[lid] = vec2<u32>(mw, s.x);
+        workgroupBarrier();
     }
-    let s = scan_excl(countOneBits(mw), lid);
-    // Each mask word with the number of set bits before it: one plain load per output word below.
-    wg_rank[lid] = vec2<u32>(mw, s.x);
-    workgroupBarrier();
 
     // The output, in version 1's structure (shaders/decompress.wgsl): thread `lid` owns vec4
     // `r * WG + lid` of the tile in round r (EPV elements inside one mask word); its stream words, two
@@ -419,9 +434,13 @@ fn decompress_v2(
         var first = e0; // the rank of the vec's first code (the element index itself in a raw tile)
         if e0 < len {
             bits = ROUND_BITS_MASK;
-            if enc != 3u {
+            let sh = e0 & 31u;
+            if enc == 1u {
+                let mx = atomicLoad(&wg_mask[e0 >> 5u]);
+                bits = (mx >> sh) & ROUND_BITS_MASK;
+                first = atomicLoad(&wg_first[e0 >> 5u]) + countOneBits(mx & ((1u << sh) - 1u));
+            } else if enc != 3u {
                 let mr = wg_rank[e0 >> 5u];
-                let sh = e0 & 31u;
                 bits = (mr.x >> sh) & ROUND_BITS_MASK;
                 first = mr.y + countOneBits(mr.x & ((1u << sh) - 1u));
             }
