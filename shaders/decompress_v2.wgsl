@@ -12,8 +12,9 @@
 //   empty      an empty mask;
 //   raw        no mask: element e is value e.
 // A value's rank is the number of ones before its mask word (scanned, or the positions tile's first
-// rank) plus the popcount below it in its word; its code sits at bit `values + rank · width` of the tile's data, read with two word
-// loads, and the codes of an output word are decoded on all its element lanes at once.
+// rank) plus the popcount below it in its word; its code sits at bit `values + rank · width` of the
+// tile's data, read with two word loads, and the codes of an output word are decoded on all its element
+// lanes at once.
 //
 // No workgroup waits on another, and every loop has a trip count bounded by the tile geometry (at most
 // 32 per chunk of upper bits and 2 passes of 128 chunks), so nothing assumes forward progress. One
@@ -62,11 +63,11 @@ var<workgroup> wg_low: array<u32, 65>;
 // A positions tile's ranks: for each mask word, the rank of its first one (the number of ones before the
 // word), set by the ones themselves while they build the mask (an atomicMin, as threads at a chunk's
 // ends may share a word); a word without ones keeps `k`, and its output has no value to gather. So a
-// positions tile needs no scan of its mask: one barrier after the ones are set, not a scan's. On the H200
-// (201M BF16, same call; docs/PERFORMANCE.md, twenty-fifth session, call 3): 0.2934 -> 0.2899 ms at
-// ρ = 0.176, 0.2545 -> 0.2442 at 0.05, 0.2442 -> 0.2338 at 0.02, 0.2258 at 0.01 (0.2369 in call 1); F16 -4 % and e4m3
-// sign-packed -2.5 to -5.7 % below ρ = 0.1; 0.2140 -> 0.2167 at ρ = 0.5 (mask tiles only) and F32 +1 %
-// at 0.176 and 0.1, the price of the output's third branch and this array.
+// positions tile needs no scan of its mask: one barrier after the ones are set, not a scan's. On the
+// H200 (201M BF16, same call; docs/PERFORMANCE.md, twenty-fifth session, call 3): 0.2934 -> 0.2899 ms
+// at ρ = 0.176, 0.2545 -> 0.2442 at 0.05, 0.2442 -> 0.2338 at 0.02, 0.2258 at 0.01 (0.2369 in call 1);
+// F16 -4 % and e4m3 sign-packed -2.5 to -5.7 % below ρ = 0.1; 0.2140 -> 0.2167 at ρ = 0.5 (mask tiles
+// only) and F32 +1 % at 0.176 and 0.1, the price of the output's third branch and this array.
 var<workgroup> wg_first: array<atomic<u32>, 128>;
 
 // `width` (0 ..= 12) bits of the staged low parts at bit `bit`.
