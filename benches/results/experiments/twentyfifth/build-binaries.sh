@@ -2,10 +2,13 @@
 # Builds (here, not on the device) everything the two prepared device calls carry in `.devbin/`:
 # the twenty-fifth session's call 1 (`../../ab-twentyfifth/run59.sh`): codec_{c,p,a,b,mv} and ps_{c,mv},
 # and its call 2 (`run57.sh` there): burn-gpt.xz; then fetches the loader debs into `.gl/` (docs/DEVICE.md). Run from the repository root
-# on a clean `shaders/` (each binary is HEAD plus its patches; `shaders/` is restored after each).
+# on a clean `shaders/`. Each binary is the shaders of BASE (b5f96e4: the decoder before the kept direct
+# ranks, which the patches were made against; the bench and library code are HEAD's, unchanged since)
+# plus its patches; `shaders/` is restored to HEAD's after each.
 # About 5 minutes with a warm `target/` (burn-gpt from a cold one: ~15 more).
 set -eu
 E=benches/results/experiments
+BASE=b5f96e4
 mkdir -p .devbin .gl
 git diff --quiet -- shaders || { echo "shaders/ has uncommitted changes" >&2; exit 1; }
 grep -qx '/.devbin/' .git/info/exclude || printf '/.gl/\n/.devbin/\n' >> .git/info/exclude
@@ -14,6 +17,7 @@ grep -qx '/.devbin/' .git/info/exclude || printf '/.gl/\n/.devbin/\n' >> .git/in
 build() {
   local x=$1
   shift
+  git checkout -q "$BASE" -- shaders
   for pt in "$@"; do git apply "$E/$pt"; done
   local bin
   bin=$(cargo bench -p bitsparse-bench --bench codec --no-run 2>&1 | sed -n 's/.*Executable codec.rs (\(.*\))/\1/p')
@@ -22,10 +26,10 @@ build() {
     cargo build --release -p bitsparse-tools --bin pipeline_stats
     strip -o ".devbin/ps_$x" target/release/pipeline_stats
   fi
-  git checkout -q shaders
+  git checkout -q HEAD -- shaders
   echo "built codec_$x"
 }
-trap 'git checkout -q shaders' EXIT
+trap 'git checkout -q HEAD -- shaders' EXIT
 build c
 build p twentyfourth/v2-decoder-sgrank-posscan.patch
 build a twentyfifth/v2-decoder-posscan-direct-ranks.patch
