@@ -128,9 +128,10 @@ fn train_pair(dtype: FloatDType, act: MlpActivation, checkpointing: bool) {
         let (d2, sd) = step(dense, &x, &target, None);
         assert_eq!(sb.y, sd.y, "step {i}: forward output differs");
         assert_eq!(sb.loss, sd.loss, "step {i}: loss differs");
-        for (k, (a, b)) in sb.grads.iter().zip(&sd.grads).enumerate() {
-            assert!(a == b, "step {i}: gradient {k} (x, w1, b1, w2, b2) differs");
-        }
+        // Every gradient compared before failing, so a failure says which differ and by how much (on
+        // the H200, whether dL/dz itself differs — then dW1 does too — or only a GEMM after it).
+        let report = grad_differences(&sb.grads, &sd.grads, dtype_bytes(dtype));
+        assert!(report.is_empty(), "step {i}: gradients differ: {report}");
         assert_eq!(params(&b2), params(&d2), "step {i}: weights after the optimizer step differ");
         // The activations were not all zero or all positive (the test would be weak otherwise).
         let y_nonzero = sd.grads[1].chunks(dtype_bytes(dtype)).any(|c| c.iter().any(|&b| b != 0));
@@ -166,6 +167,28 @@ fn warm_up_bitsparse(m: &BitSparseMlp, ctx: &BitSparse, device: &Device, dtype: 
         let _ = step(m.clone(), &x, &target, Some(ctx));
     }
     device.sync().expect("sync");
+}
+
+/// For each gradient (x, w1, b1, w2, b2) whose bits differ: its name, how many of its elements differ and
+/// the largest difference in units in the last place; empty when all are equal.
+fn grad_differences(a: &[Vec<u8>], b: &[Vec<u8>], elem: usize) -> String {
+    const NAMES: [&str; 5] = ["x", "w1", "b1", "w2", "b2"];
+    let mut out = Vec::new();
+    for (k, (ga, gb)) in a.iter().zip(b).enumerate() {
+        if ga == gb {
+            continue;
+        }
+        let word = |c: &[u8]| c.iter().rev().fold(0i64, |acc, &x| (acc << 8) | i64::from(x));
+        let (mut n, mut max_ulp) = (0usize, 0i64);
+        for (ca, cb) in ga.chunks(elem).zip(gb.chunks(elem)) {
+            if ca != cb {
+                n += 1;
+                max_ulp = max_ulp.max((word(ca) - word(cb)).abs());
+            }
+        }
+        out.push(format!("d{} {n} of {} elements (up to {max_ulp} ulp)", NAMES[k], ga.len() / elem));
+    }
+    out.join(", ")
 }
 
 fn dtype_bytes(dtype: FloatDType) -> usize {

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Builds (here, not on the device) what the twenty-sixth session's call 1 (`../../ab-twentysixth/run61.sh`)
+# carries in `.devbin/`: codec_{c,m,t} and ps_{c,m,t} (c = the shaders of BASE, m and t = BASE plus the
+# patch named below), and burntest.xz (Burn's MLP-block test binary). Run from the repository root on a
+# clean `shaders/`; `shaders/` is restored to HEAD's after each build. About 5 minutes with a warm `target/`.
+set -eu
+E=benches/results/experiments
+BASE=${BASE:-1c495d7}
+mkdir -p .devbin .gl
+git diff --quiet -- shaders || { echo "shaders/ has uncommitted changes" >&2; exit 1; }
+grep -qx '/.devbin/' .git/info/exclude || printf '/.gl/\n/.devbin/\n' >> .git/info/exclude
+
+# build NAME [PATCH ...]: the codec bench and pipeline_stats with the patches applied, stripped into
+# .devbin/codec_NAME and .devbin/ps_NAME.
+build() {
+  local x=$1
+  shift
+  git checkout -q "$BASE" -- shaders
+  for pt in "$@"; do git apply "$E/$pt"; done
+  local bin
+  bin=$(cargo bench -p bitsparse-bench --bench codec --no-run 2>&1 | sed -n 's/.*Executable codec.rs (\(.*\))/\1/p')
+  strip -o ".devbin/codec_$x" "$bin"
+  cargo build --release -p bitsparse-tools --bin pipeline_stats
+  strip -o ".devbin/ps_$x" target/release/pipeline_stats
+  git checkout -q HEAD -- shaders
+  echo "built codec_$x"
+}
+trap 'git checkout -q HEAD -- shaders' EXIT
+build c
+build m twentysixth/v2-decoder-one-mask-path.patch
+build t twentysixth/decompress-take16-shift.patch
+
+bin=$(cargo test --release -p bitsparse-burn --no-run 2>&1 | sed -n 's/.*Executable tests\/burn\/main.rs (\(.*\))/\1/p')
+strip -o /tmp/burntest-stripped "$bin"
+xz -T2 -6 -c /tmp/burntest-stripped > .devbin/burntest.xz
+ls -la .devbin
+du -sh .devbin .gl
