@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds (here, not on the device) what the twenty-sixth session's call 1 (`../../ab-twentysixth/run61.sh`)
-# carries in `.devbin/`: codec_{c,m,t} and ps_{c,m,t} (c = the shaders of BASE, m and t = BASE plus the
+# carries in `.devbin/`: codec_{c,m,t,e} and ps_{c,m,t,e} (c = the shaders of BASE, m and t = BASE plus the
 # patch named below), and burntest.xz (Burn's MLP-block test binary). Run from the repository root on a
 # clean `shaders/`; `shaders/` is restored to HEAD's after each build. About 5 minutes with a warm `target/`.
 set -eu
@@ -29,6 +29,7 @@ trap 'git checkout -q HEAD -- shaders' EXIT
 build c
 build m twentysixth/v2-decoder-one-mask-path.patch
 build t twentysixth/decompress-take16-shift.patch
+build e twentysixth/decompress-8bit-deposit.patch
 
 bin=$(cargo test --release -p bitsparse-burn --no-run 2>&1 | sed -n 's/.*Executable tests\/burn\/main.rs (\(.*\))/\1/p')
 strip -o /tmp/burntest-stripped "$bin"
