@@ -46,7 +46,6 @@ struct Params {
 #include "lib/v2.wgsl"
 
 var<workgroup> wg_mask: array<atomic<u32>, 128>;
-var<workgroup> wg_rank: array<vec2<u32>, 128>;
 #if !SUBGROUP
 var<workgroup> wg_scan: array<u32, 128>;
 var<workgroup> wg_part: array<u32, 17>;
@@ -67,7 +66,13 @@ var<workgroup> wg_low: array<u32, 65>;
 // H200 (201M BF16, same call; docs/PERFORMANCE.md, twenty-fifth session, call 3): 0.2934 -> 0.2899 ms
 // at ρ = 0.176, 0.2545 -> 0.2442 at 0.05, 0.2442 -> 0.2338 at 0.02, 0.2258 at 0.01 (0.2369 in call 1);
 // F16 -4 % and e4m3 sign-packed -2.5 to -5.7 % below ρ = 0.1; 0.2140 -> 0.2167 at ρ = 0.5 (mask tiles
-// only) and F32 +1 % at 0.176 and 0.1, the price of the output's third branch and this array.
+// only) and F32 +1 % at 0.176 and 0.1, the price of the output's third branch and of a third array.
+// Mask tiles now write their words and scanned ranks into wg_mask and wg_first too (they had their own
+// array of (word, rank) pairs): one output path for every tile, 1 KB less workgroup memory (2448 ->
+// 1424 B), 28 registers either way. On the H200 (201M BF16, same call, two runs each): 0.2173 -> 0.2131
+// ms at ρ = 0.5, 0.2902 -> 0.2865 at 0.176, 0.2447 -> 0.2409 at 0.05, 0.2264 -> 0.2229 at 0.01 (-1.3 to
+// -2.0 % at all six densities), F16 -0.9 to -1.4 %, F32 -1.3 to -2.0 %, e4m3 -0.3 to -0.9 %
+// (docs/PERFORMANCE.md, twenty-sixth session).
 var<workgroup> wg_first: array<atomic<u32>, 128>;
 
 // `width` (0 ..= 12) bits of the staged low parts at bit `bit`.
@@ -407,8 +412,11 @@ fn decompress_v2(
         workgroupBarrier();
     } else {
         let s = scan_excl(countOneBits(mw), lid);
-        // Each mask word with the number of set bits before it: one plain load per output word below.
-        wg_rank[lid] = vec2<u32>(mw, s.x);
+        // Each mask word and the number of set bits before it, in the arrays a positions tile fills:
+        // the output reads every tile's mask alike. (Stores of the thread's own index: ordered after the
+        // clear above by program order.)
+        atomicStore(&wg_mask[lid], mw);
+        atomicStore(&wg_first[lid], s.x);
         workgroupBarrier();
     }
 
@@ -436,14 +444,10 @@ fn decompress_v2(
         if e0 < len {
             bits = ROUND_BITS_MASK;
             let sh = e0 & 31u;
-            if enc == 1u {
+            if enc != 3u {
                 let mx = atomicLoad(&wg_mask[e0 >> 5u]);
                 bits = (mx >> sh) & ROUND_BITS_MASK;
                 first = atomicLoad(&wg_first[e0 >> 5u]) + countOneBits(mx & ((1u << sh) - 1u));
-            } else if enc != 3u {
-                let mr = wg_rank[e0 >> 5u];
-                bits = (mr.x >> sh) & ROUND_BITS_MASK;
-                first = mr.y + countOneBits(mr.x & ((1u << sh) - 1u));
             }
             if e0 + EPV > len {
                 bits &= (1u << (len - e0)) - 1u;
