@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, StatusRequest};
 use bitsparse::host::sync;
-use bitsparse::{Codec, DType, TileOrder};
+use bitsparse::{Activation, Codec, DType, TileOrder};
 use burn::backend::DispatchDevice;
 use burn::tensor::Device;
 use burn_cubecl::cubecl::device_handle::DeviceHandle;
@@ -78,6 +78,9 @@ pub(crate) struct DeviceCtx {
     pub(crate) server: DeviceHandle<Server>,
     pub(crate) arena: Mutex<Arena>,
     pub(crate) config: BitSparseConfig,
+    /// Whether Burn's fused F16 backward on this device rounds g·r to F16 before doubling it
+    /// ([`f16_product_rounded`]): then the F16 ReLU² backward runs as `Activation::Relu2Stepwise`.
+    pub(crate) f16_stepwise: bool,
     state: Mutex<StepState>,
 }
 
@@ -96,6 +99,16 @@ struct StepState {
 }
 
 impl DeviceCtx {
+    /// The activation the fused backward of a `dtype` tensor runs: ReLU² in F16 rounded as Burn's dense
+    /// backward rounds it on this device (docs/FUSED.md), everything else as given.
+    pub(crate) fn backward_activation(&self, act: Activation, dtype: DType) -> Activation {
+        if act.squares() && dtype == DType::F16 && self.f16_stepwise {
+            Activation::Relu2Stepwise
+        } else {
+            act
+        }
+    }
+
     fn state(&self) -> MutexGuard<'_, StepState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -157,6 +170,35 @@ impl std::fmt::Debug for BitSparse {
     }
 }
 
+/// How Burn's fused backward rounds F16 ReLU² on `device`, asked of Burn itself: for a = r * r it computes
+/// t = g * r, dr = t + t in one fused element-wise kernel, and whether t is rounded to F16 before the sum
+/// depends on the device's F16 arithmetic (lavapipe: not rounded, one rounding of 2·g·r; the H200, native
+/// F16: rounded, as IEEE F16 arithmetic is). The two differ only where g·r is an F16 subnormal, so one
+/// element decides: r = 2⁻¹², g = 1.375·2⁻¹², g·r = 1.375·2⁻²⁴ gives 3·2⁻²⁴ with one rounding and
+/// 2·2⁻²⁴ with t rounded first. Runs once per device when the context is made (one small autodiff step
+/// of Burn's and its read-back); anything but those two answers is `Error::Unsupported`, since neither
+/// variant would then be Burn's arithmetic.
+fn f16_product_rounded(device: &Device) -> Result<bool> {
+    use burn::tensor::{f16, FloatDType, Tensor, TensorData};
+    let dev = device.clone().autodiff();
+    let one = |bits: u16| {
+        Tensor::<1>::from_data(TensorData::new(vec![f16::from_bits(bits)], [1]), &dev).cast(FloatDType::F16)
+    };
+    let r = one(0x0c00).require_grad();
+    let g = one(0x0d80);
+    let a = r.clone() * r.clone();
+    let grads = (a * g).sum().backward();
+    let dr = r.grad(&grads).ok_or_else(|| Error::Unsupported("Burn gave the F16 probe no gradient".into()))?;
+    let data = dr.into_data();
+    match data.as_bytes() {
+        [0x03, 0x00] => Ok(false),
+        [0x02, 0x00] => Ok(true),
+        other => Err(Error::Unsupported(format!(
+            "Burn's F16 ReLU² backward on this device is neither of the roundings BitSparse knows (probe: {other:02x?})"
+        ))),
+    }
+}
+
 fn cube_device(device: &Device) -> Result<CubeDevice> {
     match device.clone().inner().as_dispatch() {
         DispatchDevice::Cube(d) => Ok(d.clone()),
@@ -191,7 +233,7 @@ impl BitSparse {
         let arena = make_arena(&codec, &self.config, self.config.arena_bytes)?;
         arena.prepare_fused(DType::F32)?;
         // F16 needs SHADER_F16; a device without it reports that when F16 is used.
-        let _ = arena.prepare_fused(DType::F16);
+        let f16_stepwise = arena.prepare_fused(DType::F16).is_ok() && f16_product_rounded(device)?;
         let ctx = DeviceCtx {
             cube,
             device: wgpu_device.clone(),
@@ -200,6 +242,7 @@ impl BitSparse {
             server,
             arena: Mutex::new(arena),
             config: self.config,
+            f16_stepwise,
             state: Mutex::new(StepState::default()),
         };
         self.devices.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::new(ctx));

@@ -114,7 +114,7 @@ fn dense_mlp<B: Backend>(
     let r = B::relu(B::linear(x, w1, b1));
     let a = match act {
         Activation::Relu => r,
-        Activation::Relu2 => B::float_mul(r.clone(), r),
+        Activation::Relu2 | Activation::Relu2Stepwise => B::float_mul(r.clone(), r),
     };
     B::linear(a, w2, b2)
 }
@@ -233,7 +233,7 @@ impl Stash {
         ctx.arena().fused_backward(
             &mut enc,
             &slot,
-            self.act,
+            ctx.backward_activation(self.act, dtype),
             gp.range(bytes),
             dzp.range(bytes),
             Some(ap.range(bytes)),

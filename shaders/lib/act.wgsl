@@ -335,6 +335,15 @@ fn grad_f16(r: u32, g: u32, act: u32) -> u32 {
     // 0.562 / 0.490; docs/PERFORMANCE.md, twenty-first session). The forward's branch-free forms stay
     // above.
     let t = f16_to_f32_by_class(g) * f16_to_f32_by_class(r);
+    if act == 2u {
+        // Activation::Relu2Stepwise: t rounded to F16 first, then doubled (exact, or ∞ past 65504), as
+        // IEEE F16 arithmetic computes t = g * r; dr = t + t. A NaN t (g = ±0, r = ∞) stays NaN.
+        let t16 = f32_to_f16_by_class(t);
+        if f16_nan(t16) {
+            return F16_QNAN;
+        }
+        return f32_to_f16_by_class(f16_to_f32_by_class(t16) * 2.0);
+    }
     return f32_to_f16_by_class(t * 2.0);
 }
 

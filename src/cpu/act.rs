@@ -45,8 +45,8 @@ pub fn f32_to_bf16(f: f32) -> u16 {
 pub fn act_bits(r: u16, act: Activation) -> u16 {
     match act {
         Activation::Relu => r,
-        Activation::Relu2 if bf16_is_nan(r) => BF16_QNAN,
-        Activation::Relu2 => {
+        Activation::Relu2 | Activation::Relu2Stepwise if bf16_is_nan(r) => BF16_QNAN,
+        Activation::Relu2 | Activation::Relu2Stepwise => {
             let f = to_f32(r);
             f32_to_bf16(f * f)
         }
@@ -63,8 +63,9 @@ pub fn grad_bits(r: u16, g: u16, act: Activation) -> u16 {
                 0
             }
         }
-        Activation::Relu2 if bf16_is_nan(r) || bf16_is_nan(g) => BF16_QNAN,
-        Activation::Relu2 => f32_to_bf16(2.0 * to_f32(r) * to_f32(g)),
+        // BF16 products are exact in f32: one rounding either way (both ReLU² variants).
+        Activation::Relu2 | Activation::Relu2Stepwise if bf16_is_nan(r) || bf16_is_nan(g) => BF16_QNAN,
+        Activation::Relu2 | Activation::Relu2Stepwise => f32_to_bf16(2.0 * to_f32(r) * to_f32(g)),
     }
 }
 
@@ -154,7 +155,7 @@ fn f16_to_f32(x: u16) -> f32 {
 pub fn act_bits32(r: u32, act: Activation) -> u32 {
     match act {
         Activation::Relu => r,
-        Activation::Relu2 => {
+        Activation::Relu2 | Activation::Relu2Stepwise => {
             let f = f32::from_bits(r);
             canon32(f * f)
         }
@@ -169,7 +170,7 @@ pub fn grad_bits32(r: u32, g: u32, act: Activation) -> u32 {
     }
     match act {
         Activation::Relu => g,
-        Activation::Relu2 => {
+        Activation::Relu2 | Activation::Relu2Stepwise => {
             let t = f32::from_bits(g) * f32::from_bits(r);
             canon32(t + t)
         }
@@ -181,7 +182,7 @@ pub fn grad_bits32(r: u32, g: u32, act: Activation) -> u32 {
 pub fn act_bits_f16(r: u16, act: Activation) -> u16 {
     match act {
         Activation::Relu => r,
-        Activation::Relu2 => {
+        Activation::Relu2 | Activation::Relu2Stepwise => {
             let f = f16_to_f32(r);
             f32_to_f16(f * f)
         }
@@ -191,7 +192,9 @@ pub fn act_bits_f16(r: u16, act: Activation) -> u16 {
 /// F16 dL/dz from r and g: as [`grad_bits32`], but dr = f16(2 · g · r) with one rounding: g · r and its
 /// double are exact in f32, and Burn 0.22.1's fused element-wise kernel (its default configuration)
 /// evaluates mul's backward, the gradient sum and `relu_backward` in one kernel without rounding g · r to
-/// F16 in between (measured: rounding t first differed from Burn in dW₁, `docs/FUSED.md`).
+/// F16 in between on lavapipe (measured: rounding t first differed from Burn there in dW₁,
+/// `docs/FUSED.md`). [`Activation::Relu2Stepwise`] rounds t = f16(g · r) first and doubles it (exact, or
+/// ∞), as IEEE F16 arithmetic and Burn's backward on the H200 do.
 pub fn grad_bits_f16(r: u16, g: u16, act: Activation) -> u16 {
     if !f16_pos(r) {
         return 0;
@@ -199,6 +202,8 @@ pub fn grad_bits_f16(r: u16, g: u16, act: Activation) -> u16 {
     match act {
         Activation::Relu => g,
         Activation::Relu2 => f32_to_f16(2.0 * (f16_to_f32(g) * f16_to_f32(r))),
+        // A NaN t (g = ±0, r = ∞) is F16_QNAN, which f16_to_f32 reads as a NaN again.
+        Activation::Relu2Stepwise => f32_to_f16(2.0 * f16_to_f32(f32_to_f16(f16_to_f32(g) * f16_to_f32(r)))),
     }
 }
 
@@ -357,6 +362,12 @@ mod tests {
             let want = if r > f16::ZERO { dr.to_bits() } else { 0 };
             let got = grad_bits_f16(rb, g, Activation::Relu2);
             assert!(got == want || (f16_is_nan(got) && f16_is_nan(want)), "grad {z:#x} {g:#x}: {got:#x} {want:#x}");
+            // Relu2Stepwise: half's own F16 arithmetic, t = g * r; dr = t + t, each rounded.
+            let t = gf * r;
+            let want = if r > f16::ZERO { (t + t).to_bits() } else { 0 };
+            let got = grad_bits_f16(rb, g, Activation::Relu2Stepwise);
+            assert!(got == want || (f16_is_nan(got) && f16_is_nan(want)), "stepwise {z:#x} {g:#x}: {got:#x} {want:#x}");
+            assert_eq!(act_bits_f16(rb, Activation::Relu2Stepwise), a);
             assert_eq!(grad_bits_f16(rb, g, Activation::Relu), if r > f16::ZERO { g } else { 0 });
         }
     }
@@ -383,6 +394,15 @@ mod tests {
         assert_eq!(grad_bits_f16(0x7800, 0x3c00, Activation::Relu2), 0x7c00);
         assert_eq!(grad_bits_f16(0x7c00, 0, Activation::Relu2), F16_QNAN);
         assert_eq!(grad_bits_f16(0x7e01, 0x3c00, Activation::Relu2), 0);
+        // g · r = 1.375 · 2^-24 (r = 2^-12, g = 1.375 · 2^-12): one rounding of 2.75 · 2^-24 gives 3 · 2^-24;
+        // t rounded first gives 2^-24, doubled 2 · 2^-24 — the probe bitsparse-burn runs on Burn.
+        assert_eq!(grad_bits_f16(0x0c00, 0x0d80, Activation::Relu2), 0x0003);
+        assert_eq!(grad_bits_f16(0x0c00, 0x0d80, Activation::Relu2Stepwise), 0x0002);
+        assert_eq!(grad_bits_f16(0x7800, 0x3c00, Activation::Relu2Stepwise), 0x7c00);
+        assert_eq!(grad_bits_f16(0x7c00, 0, Activation::Relu2Stepwise), F16_QNAN);
+        // BF16 and F32: both variants alike.
+        assert_eq!(grad_bits(0x0080, 0x0080, Activation::Relu2Stepwise), grad_bits(0x0080, 0x0080, Activation::Relu2));
+        assert_eq!(grad_bits32(0x3f80_0001, 0x3f80_0003, Activation::Relu2Stepwise), grad_bits32(0x3f80_0001, 0x3f80_0003, Activation::Relu2));
         assert!(forward_dtype(&[0; 4], DType::E4m3, Activation::Relu).is_err());
     }
 }

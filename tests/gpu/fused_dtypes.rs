@@ -232,7 +232,7 @@ fn fused_f32_forward_backward_match_cpu_and_dense(ctx: GpuContext) {
 fn fused_f16_forward_backward_match_cpu_and_dense(ctx: GpuContext) {
     let dense = DenseAct::new(&ctx.device).unwrap();
     for codec in codecs(&ctx) {
-        for act in [Activation::Relu, Activation::Relu2] {
+        for act in [Activation::Relu, Activation::Relu2, Activation::Relu2Stepwise] {
             for &n in &LENS {
                 let (z, g) = f16_inputs(n, n as u64 + 5);
                 let (z, g) = (le(&z, |x| x.to_le_bytes().to_vec()), le(&g, |x| x.to_le_bytes().to_vec()));
@@ -245,7 +245,7 @@ fn fused_f16_forward_backward_match_cpu_and_dense(ctx: GpuContext) {
 /// F16 exhaustively: z takes every one of the 65,536 bit patterns in each of four blocks (in a different
 /// scrambled order per block, so zeros, subnormals, normals, infinities and NaNs share subgroups), and g
 /// every pattern too, paired differently per block. So the forward (an element-wise map of z) is checked
-/// for every input, and the backward's one rounding of 2·g·r on 262,144 pairs, among them ties,
+/// for every input, and the backward's roundings of 2·g·r on 262,144 pairs, among them ties,
 /// subnormal and overflowing results. The F16 kernels select among their classes without branches
 /// (lib/act.wgsl): a wrong class boundary fails here.
 fn fused_f16_every_value(ctx: GpuContext) {
@@ -260,8 +260,14 @@ fn fused_f16_every_value(ctx: GpuContext) {
         }
     }
     let (z, g) = (le(&z, |x| x.to_le_bytes().to_vec()), le(&g, |x| x.to_le_bytes().to_vec()));
+    // Both ReLU² roundings (one rounding of 2·g·r, or g·r rounded first: `Relu2Stepwise`); they differ
+    // where g·r is an F16 subnormal, which these pairs include.
+    let (r, _) = cpu::act::forward_dtype(&z, DType::F16, Activation::Relu2).unwrap();
+    let once = cpu::act::backward_dtype(&r, &g, DType::F16, Activation::Relu2).unwrap().0;
+    let stepwise = cpu::act::backward_dtype(&r, &g, DType::F16, Activation::Relu2Stepwise).unwrap().0;
+    assert_ne!(once, stepwise, "the inputs do not tell the two roundings apart");
     for codec in codecs(&ctx) {
-        for act in [Activation::Relu, Activation::Relu2] {
+        for act in [Activation::Relu, Activation::Relu2, Activation::Relu2Stepwise] {
             case(&ctx, &codec, &dense, DType::F16, &z, &g, act, Options::default());
         }
     }
