@@ -402,7 +402,10 @@ mod tests {
         assert_eq!(grad_bits_f16(0x7c00, 0, Activation::Relu2Stepwise), F16_QNAN);
         // BF16 and F32: both variants alike.
         assert_eq!(grad_bits(0x0080, 0x0080, Activation::Relu2Stepwise), grad_bits(0x0080, 0x0080, Activation::Relu2));
-        assert_eq!(grad_bits32(0x3f80_0001, 0x3f80_0003, Activation::Relu2Stepwise), grad_bits32(0x3f80_0001, 0x3f80_0003, Activation::Relu2));
+        assert_eq!(
+            grad_bits32(0x3f80_0001, 0x3f80_0003, Activation::Relu2Stepwise),
+            grad_bits32(0x3f80_0001, 0x3f80_0003, Activation::Relu2)
+        );
         assert!(forward_dtype(&[0; 4], DType::E4m3, Activation::Relu).is_err());
     }
 }
