@@ -13,21 +13,12 @@ mkdir -p .devbin .gl
 git diff --quiet -- shaders || { echo "shaders/ has uncommitted changes" >&2; exit 1; }
 grep -qx '/.devbin/' .git/info/exclude || printf '/.gl/\n/.devbin/\n' >> .git/info/exclude
 
-# build NAME [PATCH ...]: the codec bench with the patches applied, stripped into .devbin/codec_NAME.
+. "$E/build-lib.sh"
+# build NAME [PATCH ...]: build_variant with pipeline_stats for c and mv only.
 build() {
   local x=$1
   shift
-  git checkout -q "$BASE" -- shaders
-  for pt in "$@"; do git apply "$E/$pt"; done
-  local bin
-  bin=$(cargo bench -p bitsparse-bench --bench codec --no-run 2>&1 | sed -n 's/.*Executable codec.rs (\(.*\))/\1/p')
-  strip -o ".devbin/codec_$x" "$bin"
-  if [ "$x" = c ] || [ "$x" = mv ]; then
-    cargo build --release -p bitsparse-tools --bin pipeline_stats
-    strip -o ".devbin/ps_$x" target/release/pipeline_stats
-  fi
-  git checkout -q HEAD -- shaders
-  echo "built codec_$x"
+  build_variant "$x" "$([ "$x" = c ] || [ "$x" = mv ] && echo 1 || echo 0)" "$@"
 }
 trap 'git checkout -q HEAD -- shaders' EXIT
 build c

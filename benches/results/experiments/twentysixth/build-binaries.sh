@@ -10,20 +10,12 @@ mkdir -p .devbin .gl
 git diff --quiet -- shaders || { echo "shaders/ has uncommitted changes" >&2; exit 1; }
 grep -qx '/.devbin/' .git/info/exclude || printf '/.gl/\n/.devbin/\n' >> .git/info/exclude
 
-# build NAME [PATCH ...]: the codec bench and pipeline_stats with the patches applied, stripped into
-# .devbin/codec_NAME and .devbin/ps_NAME.
+. "$E/build-lib.sh"
+# build NAME [PATCH ...]: build_variant with pipeline_stats.
 build() {
   local x=$1
   shift
-  git checkout -q "$BASE" -- shaders
-  for pt in "$@"; do git apply "$E/$pt"; done
-  local bin
-  bin=$(cargo bench -p bitsparse-bench --bench codec --no-run 2>&1 | sed -n 's/.*Executable codec.rs (\(.*\))/\1/p')
-  strip -o ".devbin/codec_$x" "$bin"
-  cargo build --release -p bitsparse-tools --bin pipeline_stats
-  strip -o ".devbin/ps_$x" target/release/pipeline_stats
-  git checkout -q HEAD -- shaders
-  echo "built codec_$x"
+  build_variant "$x" 1 "$@"
 }
 trap 'git checkout -q HEAD -- shaders' EXIT
 build c
