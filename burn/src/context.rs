@@ -175,27 +175,35 @@ impl std::fmt::Debug for BitSparse {
 /// depends on the device's F16 arithmetic (lavapipe: not rounded, one rounding of 2·g·r; the H200, native
 /// F16: rounded, as IEEE F16 arithmetic is). The two differ only where g·r is an F16 subnormal, so one
 /// element decides: r = 2⁻¹², g = 1.375·2⁻¹², g·r = 1.375·2⁻²⁴ gives 3·2⁻²⁴ with one rounding and
-/// 2·2⁻²⁴ with t rounded first. Runs once per device when the context is made (one small autodiff step
-/// of Burn's and its read-back); anything but those two answers is `Error::Unsupported`, since neither
-/// variant would then be Burn's arithmetic.
+/// 2·2⁻²⁴ with t rounded first (Burn's answer is compared with the CPU port of both). Runs once per device
+/// when the context is made (one small autodiff step of Burn's and its read-back); anything but those two
+/// answers is `Error::Unsupported`, since neither variant would then be Burn's arithmetic.
 fn f16_product_rounded(device: &Device) -> Result<bool> {
+    use bitsparse::cpu::act::grad_bits_f16;
     use burn::tensor::{f16, FloatDType, Tensor, TensorData};
+    const R: u16 = 0x0c00;
+    const G: u16 = 0x0d80;
     let dev = device.clone().autodiff();
     let one = |bits: u16| {
         Tensor::<1>::from_data(TensorData::new(vec![f16::from_bits(bits)], [1]), &dev).cast(FloatDType::F16)
     };
-    let r = one(0x0c00).require_grad();
-    let g = one(0x0d80);
+    let r = one(R).require_grad();
     let a = r.clone() * r.clone();
-    let grads = (a * g).sum().backward();
+    let grads = (a * one(G)).sum().backward();
     let dr = r.grad(&grads).ok_or_else(|| Error::Unsupported("Burn gave the F16 probe no gradient".into()))?;
     let data = dr.into_data();
-    match data.as_bytes() {
-        [0x03, 0x00] => Ok(false),
-        [0x02, 0x00] => Ok(true),
-        other => Err(Error::Unsupported(format!(
-            "Burn's F16 ReLU² backward on this device is neither of the roundings BitSparse knows (probe: {other:02x?})"
-        ))),
+    let got = match data.as_bytes() {
+        &[lo, hi] => u16::from_le_bytes([lo, hi]),
+        other => return Err(Error::Unsupported(format!("Burn's F16 probe gradient is {} bytes, not 2", other.len()))),
+    };
+    if got == grad_bits_f16(R, G, Activation::Relu2) {
+        Ok(false)
+    } else if got == grad_bits_f16(R, G, Activation::Relu2Stepwise) {
+        Ok(true)
+    } else {
+        Err(Error::Unsupported(format!(
+            "Burn's F16 ReLU² backward on this device is neither of the roundings BitSparse knows (probe: {got:#06x})"
+        )))
     }
 }
 
