@@ -21,26 +21,18 @@
 // module per element width (`BITS8`, `BITS32`, else 16 bits); the mantissa width comes from the
 // uniform. The host validates the stream first.
 
-struct Params {
-    tiles: u32,        // tiles of this dispatch
-    last_len: u32,     // elements of its last tile (1 ..= 4096)
-    full_tiles: u32,   // tiles written through `dst4` (all but a partial last one)
-    mbits: u32,        // mantissa width of the dtype
-    sign_pack: u32,    // 1: values stored without their sign bit
-    tile_starts: u32,  // 1: the directory holds one start word per tile, else one base per 16 tiles
-    desc_idx: u32,     // index in `stream` of descriptor 0
-    dir_idx: u32,      // index in `stream` of the directory
-    data_idx: u32,     // index in `stream` of the data section
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
+#include "lib/v2_params.wgsl"
 
 @group(0) @binding(0) var<storage, read> stream: array<u32>;
 // The full tiles' output, a vec4 per thread and round (coalesced), and the partial last tile's words.
 @group(0) @binding(1) var<storage, read_write> dst4: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> dst_tail: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
+#if TWO_PASS
+// The partial last tile's first-pass results (`decompress_v2_index.wgsl`): its output may be shorter
+// than the 132 words they take.
+@group(0) @binding(4) var<storage, read_write> tail_scr: array<vec4<u32>>;
+#endif
 
 #include "lib/elem.wgsl"
 #include "lib/v2.wgsl"
@@ -48,16 +40,27 @@ struct Params {
 var<workgroup> wg_mask: array<atomic<u32>, 128>;
 #if !SUBGROUP
 var<workgroup> wg_scan: array<u32, 128>;
+#endif
+#if TWO_PASS
+// The tile's (data start, values bit, descriptor) from the first pass.
+var<workgroup> wg_info3: vec4<u32>;
+#else
+#if !SUBGROUP
 var<workgroup> wg_part: array<u32, 17>;
 #endif
 var<workgroup> wg_info: vec2<u32>;
+#endif
 var<private> base: u32;
 
+#include "lib/v2_tile.wgsl"
+
+#if !TWO_PASS
 // A positions tile's low parts (k · L <= len / 2 bits: at most 64 words), and a word past them, read
 // with the upper words (one memory latency for both) instead of one by one from memory. Measured on the
 // H200 (201M BF16, same binary): 0.361 -> 0.354 ms at ρ = 0.176, 0.332 -> 0.325 at 0.05, 0.297 -> 0.290
 // at 0.01; e4m3 0.246 -> 0.237 at 0.176 (docs/PERFORMANCE.md, seventeenth session).
 var<workgroup> wg_low: array<u32, 65>;
+#endif
 
 // A positions tile's ranks: for each mask word, the rank of its first one (the number of ones before the
 // word), set by the ones themselves while they build the mask (an atomicMin, as threads at a chunk's
@@ -75,54 +78,14 @@ var<workgroup> wg_low: array<u32, 65>;
 // (docs/PERFORMANCE.md, twenty-sixth session).
 var<workgroup> wg_first: array<atomic<u32>, 128>;
 
+#if !TWO_PASS
 // `width` (0 ..= 12) bits of the staged low parts at bit `bit`.
 fn low_part(bit: u32, width: u32) -> u32 {
     let i = min(bit >> 5u, 63u);
     let o = bit & 31u;
     return ((wg_low[i] >> o) | ((wg_low[i + 1u] << 1u) << (31u - o))) & ((1u << width) - 1u);
 }
-
-// Word `i` of the tile's data. (Staging the tile's data in workgroup memory first, 9 KB a workgroup,
-// made the kernel 1.6× slower on the H200: occupancy; docs/PERFORMANCE.md.)
-fn data_word(i: u32) -> u32 {
-    return stream[base + i];
-}
-
-// `width` (0 ..= 32) bits of the tile's data starting at bit `bit`.
-fn read_bits(bit: u32, width: u32) -> u32 {
-    let i = bit >> 5u;
-    let o = bit & 31u;
-    // Both words loaded, no branch (the second may lie past the tile's data: then it is shifted out;
-    // clamped to the binding); `(w << 1) << (31 - o)` is `w << (32 - o)` and 0 for o = 0.
-    let v = (data_word(i) >> o) | ((stream[min(base + i + 1u, arrayLength(&stream) - 1u)] << 1u) << (31u - o));
-    return select(v & ((1u << width) - 1u), v, width >= 32u);
-}
-
-fn value_width(d: u32) -> u32 {
-    let eb = (d >> 2u) & 15u;
-    if eb == PLAIN {
-        return BITS - p.sign_pack;
-    }
-    return (1u - p.sign_pack) + eb + p.mbits;
-}
-
-// Words of a tile's data (format::v2::TileDesc::words).
-fn tile_words(d: u32, len: u32) -> u32 {
-    let enc = d & 3u;
-    let k = (d >> 14u) & 0x1fffu;
-    let v = k * value_width(d);
-    if enc == 0u {
-        return (len + 31u) / 32u + (v + 31u) / 32u;
-    }
-    if enc == 1u {
-        let l = low_bits(k, len);
-        return (k * l + k + ((len - 1u) >> l) + 1u + v + 31u) / 32u;
-    }
-    if enc == 2u {
-        return 0u;
-    }
-    return (v + 31u) / 32u;
-}
+#endif
 
 // How a tile's codes decode, for every code alike (FORMAT.md §14.4), on all element lanes of a word at
 // once (SWAR): element = ((code & low) + add) | ((code << sign_shift) & sign), with `low`, `add` and
@@ -294,6 +257,33 @@ fn decompress_v2(
         return;
     }
     let len = select(TILE, p.last_len, tile + 1u == p.tiles);
+#if TWO_PASS
+    // The first pass (decompress_v2_index.wgsl) left the tile's mask in words 0..128 of its output and
+    // (data start, values bit, descriptor) in words 128..131 (a partial last tile's in `tail_scr`).
+    // Every thread reads them before the barrier of the uniform load below and the tile's output is
+    // written only after it, by this workgroup alone.
+    var m4: vec4<u32>;
+    if tile < p.full_tiles {
+        m4 = dst4[tile * VECS_PER_TILE + lid / 4u];
+        if lid == 0u {
+            wg_info3 = dst4[tile * VECS_PER_TILE + 32u];
+        }
+    } else {
+        m4 = tail_scr[lid / 4u];
+        if lid == 0u {
+            wg_info3 = tail_scr[32u];
+        }
+    }
+    let mw = m4[lid & 3u];
+    let s = scan_excl(countOneBits(mw), lid);
+    atomicStore(&wg_mask[lid], mw);
+    atomicStore(&wg_first[lid], s.x);
+    let info = workgroupUniformLoad(&wg_info3);
+    base = p.data_idx + info.x;
+    let values = info.y;
+    let d = info.z;
+    let enc = d & 3u;
+#else
     // Where the tile's data starts: its own start word, or its group's base plus the words of the
     // tiles before it in the group (all full tiles: only the stream's last tile is partial). Every word
     // this needs is loaded at once, so finding the tile costs one memory latency, not a chain of them.
@@ -419,6 +409,8 @@ fn decompress_v2(
         atomicStore(&wg_first[lid], s.x);
         workgroupBarrier();
     }
+
+#endif
 
     // The output, in version 1's structure (shaders/decompress.wgsl): thread `lid` owns vec4
     // `r * WG + lid` of the tile in round r (EPV elements inside one mask word); its stream words, two

@@ -225,13 +225,15 @@ fn parse_list<T>(s: &str, what: &str, f: impl Fn(&str) -> Option<T>) -> Result<V
 
 /// The codec's A/B knobs from the environment, for the bench, the CLI and the device runs (the library
 /// itself reads no environment): `BITSPARSE_STAGING` (`auto`, `words`, `halves`, `direct`),
-/// `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.LOOKBACK_PER_LANE=4`) and `BITSPARSE_CHECKED_SHADERS`
-/// (`1`/`true`: wgpu's runtime checks back on, a debugging aid).
+/// `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.LOOKBACK_PER_LANE=4`), `BITSPARSE_V2_DECODER`
+/// (`one-pass`, `indexed`) and `BITSPARSE_CHECKED_SHADERS` (`1`/`true`: wgpu's runtime checks back on, a
+/// debugging aid).
 pub fn codec_config_from_env() -> Result<bitsparse::CodecConfig> {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     Ok(bitsparse::CodecConfig {
         staging: var("BITSPARSE_STAGING").map(|v| bitsparse::Staging::parse(&v)).transpose()?,
         kernel_constants: var("BITSPARSE_KERNEL_CONSTANTS"),
+        v2_decoder: var("BITSPARSE_V2_DECODER").map(|v| bitsparse::V2Decoder::parse(&v)).transpose()?,
         checked_shaders: var("BITSPARSE_CHECKED_SHADERS").is_some_and(|v| is_true(&v)),
         ..bitsparse::CodecConfig::default()
     })

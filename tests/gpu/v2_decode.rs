@@ -2,12 +2,13 @@
 //! `host::decompress_to_vec`) against the CPU reference: every dtype and sign mode over the conformance
 //! densities and lengths, i.i.d. ReLU² data (which exercises every tile encoding and the exponent code),
 //! tile-start directories with shuffled tiles and gaps, 2-D grids (lowered workgroup limit), pieces
-//! (lowered binding limit), the typed errors of the API, and wgpu's GL backend.
+//! (lowered binding limit), the typed errors of the API, and wgpu's GL backend — each through both
+//! decoders (`V2Decoder::OnePass` and `V2Decoder::Indexed`).
 
 use bitsparse::conformance::{DENSITIES, LENGTHS};
 use bitsparse::format::v2::{enc, LayoutV2, TileDesc};
 use bitsparse::host::context::GpuContext;
-use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Error, Options};
+use bitsparse::{cpu, host, BufferRange, Codec, CodecConfig, DType, Error, Options, V2Decoder};
 
 use crate::common::data;
 use crate::common::harness::{gl_test, vulkan_test, Test};
@@ -26,6 +27,16 @@ pub fn tests() -> Vec<Test> {
 
 const LONG: usize = 17 * 4096 + 77;
 
+/// `config` with each version-2 decoder, named.
+fn decoders(ctx: &GpuContext, config: CodecConfig) -> Vec<(Codec, &'static str)> {
+    [(V2Decoder::OnePass, "one-pass"), (V2Decoder::Indexed, "indexed")]
+        .into_iter()
+        .map(|(d, name)| {
+            (Codec::with_config(&ctx.device, CodecConfig { v2_decoder: Some(d), ..config.clone() }).unwrap(), name)
+        })
+        .collect()
+}
+
 fn check(codec: &Codec, ctx: &GpuContext, stream: &[u8], want: &[u8], what: &str) {
     let got = host::decompress_to_vec(codec, &ctx.device, &ctx.queue, stream).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(got.len(), want.len(), "{what}: length");
@@ -34,14 +45,14 @@ fn check(codec: &Codec, ctx: &GpuContext, stream: &[u8], want: &[u8], what: &str
     }
 }
 
-fn matrix(ctx: &GpuContext, codec: &Codec) {
+fn matrix(ctx: &GpuContext, codec: &Codec, name: &str) {
     for dtype in DType::ALL {
         for sign_pack in [false, true] {
             for (di, &density) in DENSITIES.iter().enumerate() {
                 for (li, &n) in LENGTHS.iter().chain(&[LONG]).enumerate() {
                     let bytes = data(n, density, dtype, sign_pack, (7000 + di * 100 + li) as u64);
                     let s = cpu::compress_v2(&bytes, dtype, Options { sign_pack }).unwrap();
-                    check(codec, ctx, &s, &bytes, &format!("{dtype} sign_pack={sign_pack} ρ={density} n={n}"));
+                    check(codec, ctx, &s, &bytes, &format!("{name}: {dtype} sign_pack={sign_pack} ρ={density} n={n}"));
                 }
             }
         }
@@ -51,23 +62,26 @@ fn matrix(ctx: &GpuContext, codec: &Codec) {
 /// Both codec paths of a Vulkan adapter: subgroup scans where it has them (lavapipe does), and the
 /// portable workgroup-memory scan.
 fn v2_gpu_decode_matrix(ctx: GpuContext) {
-    let codec = Codec::new(&ctx.device).unwrap();
-    matrix(&ctx, &codec);
-    let portable = Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap();
-    assert_eq!(portable.path(), bitsparse::CodecPath::Portable);
-    matrix(&ctx, &portable);
+    for (codec, name) in decoders(&ctx, CodecConfig::default()) {
+        matrix(&ctx, &codec, name);
+    }
+    for (portable, name) in decoders(&ctx, CodecConfig { force_portable: true, ..Default::default() }) {
+        assert_eq!(portable.path(), bitsparse::CodecPath::Portable);
+        matrix(&ctx, &portable, name);
+    }
 }
 
 fn v2_gl_decode_matrix(ctx: GpuContext) {
     assert_eq!(ctx.info.backend, wgpu::Backend::Gl, "not a GL adapter: {}", ctx.describe());
-    let codec = Codec::new(&ctx.device).unwrap();
-    matrix(&ctx, &codec);
+    for (codec, name) in decoders(&ctx, CodecConfig::default()) {
+        matrix(&ctx, &codec, name);
+    }
 }
 
 /// ReLU² data at the densities trained models reach and beyond: the streams hold positions, mask, raw
 /// and empty tiles and exponent-coded values (asserted), all decoded bit-exactly.
 fn v2_gpu_decode_relu2_every_encoding(ctx: GpuContext) {
-    let codec = Codec::new(&ctx.device).unwrap();
+    let codecs = decoders(&ctx, CodecConfig::default());
     let mut seen = [0u64; 4];
     let mut coded = 0;
     for dtype in DType::ALL {
@@ -82,14 +96,13 @@ fn v2_gpu_decode_relu2_every_encoding(ctx: GpuContext) {
                         *a += b;
                     }
                     coded += st.exponent_coded_tiles;
-                    check(&codec, &ctx, &s, &bytes, &format!("relu² {dtype} sign_pack={sign_pack} ρ={density} n={n}"));
-                    // Straight through the API with a binding of exactly the stream's words (no slack).
-                    let (layout, _) = LayoutV2::from_header(&words(&s)).unwrap();
-                    assert_eq!(
-                        decode_direct(&ctx, &codec, &layout, &s),
-                        bytes,
-                        "direct {dtype} sign_pack={sign_pack} ρ={density} n={n}"
-                    );
+                    for (codec, name) in &codecs {
+                        let what = format!("{name}: relu² {dtype} sign_pack={sign_pack} ρ={density} n={n}");
+                        check(codec, &ctx, &s, &bytes, &what);
+                        // Straight through the API with a binding of exactly the stream's words (no slack).
+                        let (layout, _) = LayoutV2::from_header(&words(&s)).unwrap();
+                        assert_eq!(decode_direct(&ctx, codec, &layout, &s), bytes, "direct {what}");
+                    }
                 }
             }
         }
@@ -99,19 +112,20 @@ fn v2_gpu_decode_relu2_every_encoding(ctx: GpuContext) {
 }
 
 fn v2_gpu_decode_tile_starts_shuffled(ctx: GpuContext) {
-    let codec = Codec::new(&ctx.device).unwrap();
-    for dtype in DType::ALL {
-        for (seed, &density) in [0.005, 0.1, 0.6].iter().enumerate() {
-            let bytes = cpu::synthetic_relu2(LONG, density, dtype, seed as u64);
-            let s = cpu::compress_v2(&bytes, dtype, Options::default()).unwrap();
-            let shuffled = cpu::v2::place_starts_shuffled(&s, seed as u64 + 1).unwrap();
-            assert_ne!(shuffled, s);
-            check(&codec, &ctx, &shuffled, &bytes, &format!("tile starts {dtype} ρ={density}"));
-            // Straight through the API too, without the host's compaction: the tile-start directory.
-            let (layout, _) = LayoutV2::from_header(&words(&shuffled)).unwrap();
-            assert!(layout.tile_starts);
-            let got = decode_direct(&ctx, &codec, &layout, &shuffled);
-            assert_eq!(got, bytes, "tile starts through Codec::decompress_v2, {dtype} ρ={density}");
+    for (codec, name) in decoders(&ctx, CodecConfig::default()) {
+        for dtype in DType::ALL {
+            for (seed, &density) in [0.005, 0.1, 0.6].iter().enumerate() {
+                let bytes = cpu::synthetic_relu2(LONG, density, dtype, seed as u64);
+                let s = cpu::compress_v2(&bytes, dtype, Options::default()).unwrap();
+                let shuffled = cpu::v2::place_starts_shuffled(&s, seed as u64 + 1).unwrap();
+                assert_ne!(shuffled, s);
+                check(&codec, &ctx, &shuffled, &bytes, &format!("{name}: tile starts {dtype} ρ={density}"));
+                // Straight through the API too, without the host's compaction: the tile-start directory.
+                let (layout, _) = LayoutV2::from_header(&words(&shuffled)).unwrap();
+                assert!(layout.tile_starts);
+                let got = decode_direct(&ctx, &codec, &layout, &shuffled);
+                assert_eq!(got, bytes, "{name}: tile starts through Codec::decompress_v2, {dtype} ρ={density}");
+            }
         }
     }
 }
@@ -120,8 +134,8 @@ fn v2_gpu_decode_tile_starts_shuffled(ctx: GpuContext) {
 /// down to 0 and upper bit vectors from a few bits (1-bit chunks) to `2 · 4096` (two rounds of words),
 /// on both codec paths; the size-picking writer never emits L <= 1 or vectors past 2,048 bits.
 fn v2_gpu_decode_positions_every_low_width(ctx: GpuContext) {
-    let subgroup = Codec::new(&ctx.device).unwrap();
-    let portable = Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap();
+    let mut codecs = decoders(&ctx, CodecConfig::default());
+    codecs.extend(decoders(&ctx, CodecConfig { force_portable: true, ..Default::default() }));
     let mut widths = std::collections::BTreeSet::new();
     for dtype in [DType::Bf16, DType::F32, DType::E4m3] {
         for (i, &density) in [0.0005, 0.003, 0.02, 0.05, 0.1, 0.2, 0.3, 0.6, 0.9, 1.0].iter().enumerate() {
@@ -136,8 +150,8 @@ fn v2_gpu_decode_positions_every_low_width(ctx: GpuContext) {
                     widths.insert(d.low_bits(layout.tile_len(t)));
                 }
             }
-            for (codec, path) in [(&subgroup, "subgroup"), (&portable, "portable")] {
-                check(codec, &ctx, &s, &bytes, &format!("positions {dtype} ρ={density} {path}"));
+            for (codec, name) in &codecs {
+                check(codec, &ctx, &s, &bytes, &format!("positions {dtype} ρ={density} {:?} {name}", codec.path()));
             }
         }
     }
@@ -165,8 +179,8 @@ fn v2_gpu_decode_positions_every_low_width(ctx: GpuContext) {
             d.enc == enc::POSITIONS && d.low_bits(layout.tile_len(t)) == 6
         });
         assert!(full_bucket, "{dtype}: no positions tile with L = 6");
-        for (codec, path) in [(&subgroup, "subgroup"), (&portable, "portable")] {
-            check(codec, &ctx, &s, &bytes, &format!("positions runs {dtype} {path}"));
+        for (codec, name) in &codecs {
+            check(codec, &ctx, &s, &bytes, &format!("positions runs {dtype} {:?} {name}", codec.path()));
         }
     }
 }
@@ -209,20 +223,25 @@ fn decode_direct(ctx: &GpuContext, codec: &Codec, layout: &LayoutV2, stream: &[u
 /// More tiles than the (lowered) workgroup limit per dimension: a 2-D grid; a (lowered) binding limit
 /// makes the host decode in pieces of whole tile groups.
 fn v2_gpu_decode_2d_grid_and_pieces(ctx: GpuContext) {
-    let grid =
-        Codec::with_config(&ctx.device, CodecConfig { max_workgroups_per_dim: Some(7), ..Default::default() }).unwrap();
-    let pieces = Codec::with_config(
-        &ctx.device,
-        CodecConfig { max_binding_bytes: Some(40 * 8192 + 4096), ..Default::default() },
-    )
-    .unwrap();
-    for dtype in [DType::Bf16, DType::E4m3, DType::F32] {
-        let n = 70 * 4096 + 5;
-        for density in [0.01, 0.3] {
-            let bytes = cpu::synthetic_relu2(n, density, dtype, 9);
-            let s = cpu::compress_v2(&bytes, dtype, Options::default()).unwrap();
-            check(&grid, &ctx, &s, &bytes, &format!("2-D grid {dtype} ρ={density}"));
-            check(&pieces, &ctx, &s, &bytes, &format!("pieces {dtype} ρ={density}"));
+    for d in [V2Decoder::OnePass, V2Decoder::Indexed] {
+        let grid = Codec::with_config(
+            &ctx.device,
+            CodecConfig { max_workgroups_per_dim: Some(7), v2_decoder: Some(d), ..Default::default() },
+        )
+        .unwrap();
+        let pieces = Codec::with_config(
+            &ctx.device,
+            CodecConfig { max_binding_bytes: Some(40 * 8192 + 4096), v2_decoder: Some(d), ..Default::default() },
+        )
+        .unwrap();
+        for dtype in [DType::Bf16, DType::E4m3, DType::F32] {
+            let n = 70 * 4096 + 5;
+            for density in [0.01, 0.3] {
+                let bytes = cpu::synthetic_relu2(n, density, dtype, 9);
+                let s = cpu::compress_v2(&bytes, dtype, Options::default()).unwrap();
+                check(&grid, &ctx, &s, &bytes, &format!("{d:?}: 2-D grid {dtype} ρ={density}"));
+                check(&pieces, &ctx, &s, &bytes, &format!("{d:?}: pieces {dtype} ρ={density}"));
+            }
         }
     }
 }
