@@ -1,0 +1,37 @@
+#!/bin/bash
+# Twenty-seventh session's call (prepared with no device lent; run it in a later session). Binaries:
+# `bash benches/results/ab-twentyseventh/build-binaries.sh` (codec_h, ps_h: this commit's bench and
+# pipeline_stats; burntest.xz: Burn's MLP-block test binary), carried with `carry: [".gl", ".devbin"]`.
+#   o  the version-2 decoder in one pass (`BITSPARSE_V2_DECODER=one-pass`, the default).
+#   x  the two-pass decoder (`BITSPARSE_V2_DECODER=indexed`): decompress_v2_index.wgsl (four tiles a
+#      workgroup) leaves each tile's start and mask in its own output, then decompress_v2.wgsl with
+#      TWO_PASS decodes in version 1's chain. Same binary, interleaved, copy in every batch.
+# Then Burn's F32 ReLU² block test three times with cubecl's autotune decisions and no persistent cache
+# (the twenty-sixth session's run63.sh): which matmul kernels sit behind its H200 mismatches.
+R=/tmp/res64
+LIMIT=470
+. benches/results/device-call.sh
+.devbin/ps_h --policy unchecked --filter decompress_v2 > $R/stats_h.txt 2>&1
+decoder_ab_env
+D6=BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.1,0.05,0.02,0.01
+D4=BITSPARSE_BENCH_DENSITIES=0.176,0.1,0.05,0.01
+O=BITSPARSE_V2_DECODER=one-pass
+X=BITSPARSE_V2_DECODER=indexed
+for i in 1 2; do
+  bench_run o$i codec_h $O BITSPARSE_BENCH_DTYPES=bf16 $D6
+  bench_run x$i codec_h $X BITSPARSE_BENCH_DTYPES=bf16 $D6
+done
+bench_run xE codec_h $X BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both $D4
+bench_run oE codec_h $O BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both $D4
+bench_run xF codec_h $X BITSPARSE_BENCH_DTYPES=f16,f32 $D4
+bench_run oF codec_h $O BITSPARSE_BENCH_DTYPES=f16,f32 $D4
+if [ $(($(date +%s) - T0)) -lt 330 ]; then
+  xz -dc .devbin/burntest.xz > /tmp/burntest && chmod +x /tmp/burntest
+  for i in 1 2 3; do
+    CUBECL_AUTOTUNE_CACHE=0 CUBECL_DEBUG_LOG=/tmp/cubecl-$i.log timeout 60 /tmp/burntest --exact mlp::train_bit_identical_burn_f32_relu2 > $R/burn-f32-relu2-$i.log 2>&1
+    echo "burn $i rc=$?"
+    grep -E "^Fastest result|^Autotune\[" /tmp/cubecl-$i.log > $R/autotune-$i.txt
+    save_results
+  done
+fi
+echo total $(($(date +%s) - T0))s
