@@ -170,8 +170,8 @@ crate::shader_params! {
 }
 
 crate::shader_params! {
-    /// The uniform of `decompress_v2.wgsl`.
-    struct DecompressV2Params: "decompress_v2.wgsl" Params {
+    /// The uniform of the version-2 decoder's kernels (`lib/v2_params.wgsl`).
+    struct DecompressV2Params: "decompress_v2.wgsl", "decompress_v2_index.wgsl" Params {
         tiles: u32,
         last_len: u32,
         full_tiles: u32,
@@ -184,31 +184,6 @@ crate::shader_params! {
         _pad0: u32,
         _pad1: u32,
         _pad2: u32,
-    }
-}
-
-crate::shader_params! {
-    /// The uniform of `decompress_v2_index.wgsl` (`lib/v2_params.wgsl`, the same as
-    /// [`DecompressV2Params`]).
-    struct DecompressV2IndexParams: "decompress_v2_index.wgsl" Params {
-        tiles: u32,
-        last_len: u32,
-        full_tiles: u32,
-        mbits: u32,
-        sign_pack: u32,
-        tile_starts: u32,
-        desc_idx: u32,
-        dir_idx: u32,
-        data_idx: u32,
-        _pad0: u32,
-        _pad1: u32,
-        _pad2: u32,
-    }
-}
-
-impl From<DecompressV2Params> for DecompressV2IndexParams {
-    fn from(p: DecompressV2Params) -> Self {
-        bytemuck::cast(p)
     }
 }
 
@@ -1030,7 +1005,7 @@ impl Codec {
                 let tail = self.inner.v2_tail.as_entire_buffer_binding();
                 KernelDispatch::new(device, &mut pass, index)
                     .bind([("stream", stream.binding()), ("dst4", dst4.clone()), ("tail_scr", tail.clone())])
-                    .params(&DecompressV2IndexParams::from(params))
+                    .params(&params)
                     .dispatch(self.grid(layout.tiles.div_ceil(4)));
                 KernelDispatch::new(device, &mut pass, main)
                     .bind([("stream", stream.binding()), ("dst4", dst4), ("dst_tail", dst_tail), ("tail_scr", tail)])

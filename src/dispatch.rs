@@ -149,16 +149,18 @@ impl Kernel {
 /// A Rust struct that mirrors a WGSL uniform struct: declared with [`shader_params!`](crate::shader_params),
 /// which checks its size and every member's offset and size against the reflected layout at compile time.
 pub trait ShaderParams: bytemuck::Pod {
-    /// The shader file (path under `shaders/`).
-    const SHADER: &'static str;
+    /// The shader files (paths under `shaders/`) that bind it: one, or several sharing the struct from
+    /// a `shaders/lib/` file.
+    const SHADERS: &'static [&'static str];
     /// The WGSL struct's name.
     const STRUCT: &'static str;
 }
 
-/// Declares a `#[repr(C)]` Pod struct mirroring the uniform struct `$wgsl` of `shaders/$shader`, and checks
-/// at compile time that it has the WGSL struct's size and, member by member (by name, in any order), its
-/// offsets and sizes, and no member more or less: a Rust params struct that disagrees with its shader fails
-/// the build. The calling crate needs `bytemuck` (the derives).
+/// Declares a `#[repr(C)]` Pod struct mirroring the uniform struct `$wgsl` of `shaders/$shader` (or of
+/// several shader files, comma-separated, that share it), and checks at compile time, for each file,
+/// that it has the WGSL struct's size and, member by member (by name, in any order), its offsets and
+/// sizes, and no member more or less: a Rust params struct that disagrees with its shader fails the
+/// build. The calling crate needs `bytemuck` (the derives).
 ///
 /// ```
 /// bitsparse::shader_params! {
@@ -182,23 +184,35 @@ pub trait ShaderParams: bytemuck::Pod {
 ///     pub struct CopyParams: "copy.wgsl" Params { pub words4: u32, pub seed: u32, pub _pad1: u32 }
 /// }
 /// ```
+///
+/// Nor one that a second shader it names lays out differently (`plain_act.wgsl`'s `Params` has other members):
+///
+/// ```compile_fail,E0080
+/// bitsparse::shader_params! {
+///     pub struct CopyParams: "copy.wgsl", "plain_act.wgsl" Params { pub words4: u32, pub seed: u32, pub _pad1: u32, pub _pad2: u32 }
+/// }
+/// ```
 #[macro_export]
 macro_rules! shader_params {
-    ($(#[$meta:meta])* $vis:vis struct $name:ident : $shader:literal $wgsl:ident {
-        $($(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty),* $(,)?
-    }) => {
-        $(#[$meta])*
+    ($(#[$meta:meta])* $vis:vis struct $name:ident : $($shader:literal),+ $wgsl:ident $fields:tt) => {
+        $crate::shader_params!(@struct [$(#[$meta])*] $vis $name $fields);
+
+        impl $crate::dispatch::ShaderParams for $name {
+            const SHADERS: &'static [&'static str] = &[$($shader),+];
+            const STRUCT: &'static str = stringify!($wgsl);
+        }
+
+        $( $crate::shader_params!(@check $name $shader $wgsl $fields); )+
+    };
+    (@struct [$($meta:tt)*] $vis:vis $name:ident { $($(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty),* $(,)? }) => {
+        $($meta)*
         #[derive(Copy, Clone, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
         #[repr(C)]
         $vis struct $name {
             $($(#[$fmeta])* $fvis $field: $ty,)*
         }
-
-        impl $crate::dispatch::ShaderParams for $name {
-            const SHADER: &'static str = $shader;
-            const STRUCT: &'static str = stringify!($wgsl);
-        }
-
+    };
+    (@check $name:ident $shader:literal $wgsl:ident { $($(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty),* $(,)? }) => {
         const _: () = {
             let Some(layout) = $crate::shaders::uniform_layout($shader, stringify!($wgsl)) else {
                 panic!(concat!($shader, " binds no uniform struct ", stringify!($wgsl)))
@@ -275,7 +289,7 @@ impl<'a> Bindings<'a> {
 
     /// Binds `params` to the program's uniform, in a new buffer ([`params_buffer`]).
     pub fn params<P: ShaderParams>(&mut self, device: &wgpu::Device, params: &P) -> &mut Self {
-        debug_assert_eq!(P::SHADER, self.kernel.file, "{} takes no {}", self.kernel.label, P::STRUCT);
+        debug_assert!(P::SHADERS.contains(&self.kernel.file), "{} takes no {}", self.kernel.label, P::STRUCT);
         let u = self.kernel.interface.resources.iter().find(|b| b.kind == BindKind::Uniform);
         let u = u.unwrap_or_else(|| panic!("{} has no uniform", self.kernel.label));
         self.params = Some((u.binding, params_buffer(device, &self.kernel.label, params)));
