@@ -44,6 +44,9 @@ var<workgroup> wg_scan: array<u32, 128>;
 #if TWO_PASS
 // The tile's (data start, values bit, descriptor) from the first pass.
 var<workgroup> wg_info3: vec4<u32>;
+// 1: mask tiles' masks are read from the stream, not from the first pass's copy
+// (decompress_v2_index.wgsl).
+override MASK_FROM_STREAM: u32 = 0u;
 #else
 #if !SUBGROUP
 var<workgroup> wg_part: array<u32, 17>;
@@ -274,7 +277,19 @@ fn decompress_v2(
             wg_info3 = tail_scr[32u];
         }
     }
-    let mw = m4[lid & 3u];
+    var mw = m4[lid & 3u];
+    if MASK_FROM_STREAM != 0u {
+        // Every thread reads the tile's start itself (the same 16 bytes), then a mask tile's word.
+        var own: vec4<u32>;
+        if tile < p.full_tiles {
+            own = dst4[tile * VECS_PER_TILE + 32u];
+        } else {
+            own = tail_scr[32u];
+        }
+        if (own.z & 3u) == 0u && lid * 32u < len {
+            mw = stream[p.data_idx + own.x + lid];
+        }
+    }
     let s = scan_excl(countOneBits(mw), lid);
     atomicStore(&wg_mask[lid], mw);
     atomicStore(&wg_first[lid], s.x);

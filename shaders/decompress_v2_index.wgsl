@@ -27,6 +27,10 @@ var<private> base: u32;
 
 #include "lib/v2_tile.wgsl"
 
+// 1: a mask tile's mask is left in the stream for the second pass to read (`decompress_v2.MASK_FROM_STREAM`
+// in `CodecConfig::kernel_constants`: an A/B of the copy's cost where mask tiles dominate).
+override MASK_FROM_STREAM: u32 = 0u;
+
 // Tiles a workgroup, threads a tile.
 const QT: u32 = 4u;
 const QL: u32 = 32u;
@@ -164,13 +168,15 @@ fn index(
 
     var values = 0u;
     var out = vec4<u32>(0u);
-    if valid && enc == 0u {
+    if valid && enc == 0u && MASK_FROM_STREAM == 0u {
         let w0 = lane * 4u;
         let lim = arrayLength(&stream) - 1u;
         let w = vec4<u32>(w0, w0 + 1u, w0 + 2u, w0 + 3u);
         let live = w < vec4<u32>(mwords);
         let at = min(vec4<u32>(base) + w, vec4<u32>(lim));
         out = select(vec4<u32>(0u), vec4<u32>(stream[at.x], stream[at.y], stream[at.z], stream[at.w]), live);
+    }
+    if enc == 0u {
         values = mwords * 32u;
     }
     if enc == 1u {

@@ -992,13 +992,15 @@ impl Codec {
                     .dispatch(self.grid(layout.tiles));
             }
             V2Decoder::Indexed => {
+                let constants = self.inner.kernels.constants("decompress_v2")?;
                 let (index, main) = self.inner.v2_indexed[slot].get_or_init(|| {
                     (
-                        self.v2_program("decompress_v2_index.wgsl", layout.dtype, &[]).kernel(device, "index", &[]),
+                        self.v2_program("decompress_v2_index.wgsl", layout.dtype, &[])
+                            .kernel(device, "index", &constants),
                         self.v2_program("decompress_v2.wgsl", layout.dtype, &["TWO_PASS"]).kernel(
                             device,
                             "decompress_v2",
-                            &[],
+                            &constants,
                         ),
                     )
                 });

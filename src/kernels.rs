@@ -43,8 +43,13 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-const TUNABLE: [(&str, &str, f64, f64); 2] =
-    [("compress", "SPIN_LIMIT", 1.0, 1e9), ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0)];
+/// `decompress_v2.MASK_FROM_STREAM` (`V2Decoder::Indexed` only): 1 reads mask tiles' masks from the
+/// stream in the second pass instead of copying them in the index pass (an A/B, measured once).
+const TUNABLE: [(&str, &str, f64, f64); 3] = [
+    ("compress", "SPIN_LIMIT", 1.0, 1e9),
+    ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
+    ("decompress_v2", "MASK_FROM_STREAM", 0.0, 1.0),
+];
 
 /// One item of a kernel-constants spec (`kernel.NAME=value`).
 #[derive(Clone, Debug, PartialEq)]
@@ -80,7 +85,7 @@ pub fn parse_constants(spec: &str) -> std::result::Result<Vec<ConstantItem<'_>>,
 fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
     let bad = |why: String| {
         Error::InvalidArgument(format!(
-            "kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8)"
+            "kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8, decompress_v2.MASK_FROM_STREAM 0..=1)"
         ))
     };
     for item in parse_constants(spec).map_err(bad)? {
@@ -575,9 +580,10 @@ impl Kernels {
         Ok(b)
     }
 
-    /// The override constants of `kernel` ("compress", "decompress", or "compress_v2", the version-2
-    /// writer, which scans with lib/tile.wgsl too): the spin limit and look-back window of compress,
-    /// `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path (one slot per subgroup of the smallest size the
+    /// The override constants of `kernel` ("compress", "decompress", "compress_v2", the version-2
+    /// writer, which scans with lib/tile.wgsl too, or "decompress_v2", the two-pass version-2 decoder,
+    /// which does not): the spin limit and look-back window of compress, `SCAN_SLOTS` (lib/tile.wgsl) on
+    /// the subgroup path (one slot per subgroup of the smallest size the
     /// adapter reports, so the workgroup array is no larger than needed: its default is 32 slots, 512 B,
     /// where the H200 needs 4), then the tuning spec.
     pub(crate) fn constants(&self, kernel: &str) -> Result<Vec<(&'static str, f64)>> {
@@ -586,7 +592,7 @@ impl Kernels {
             c.push(("SPIN_LIMIT", self.spin_limit as f64));
             c.push(("LOOKBACK_PER_LANE", LOOKBACK_PER_LANE as f64));
         }
-        if self.path == CodecPath::Subgroup {
+        if self.path == CodecPath::Subgroup && kernel != "decompress_v2" {
             let min = self.device.adapter_info().subgroup_min_size.clamp(4, 128);
             c.push(("SCAN_SLOTS", (128 / min) as f64));
         }

@@ -27,14 +27,20 @@ pub fn tests() -> Vec<Test> {
 
 const LONG: usize = 17 * 4096 + 77;
 
-/// `config` with each version-2 decoder, named.
+/// `config` with each version-2 decoder, named: one pass, and two passes with mask tiles' masks copied
+/// by the index pass or read from the stream by the second (`decompress_v2.MASK_FROM_STREAM`).
 fn decoders(ctx: &GpuContext, config: CodecConfig) -> Vec<(Codec, &'static str)> {
-    [(V2Decoder::OnePass, "one-pass"), (V2Decoder::Indexed, "indexed")]
-        .into_iter()
-        .map(|(d, name)| {
-            (Codec::with_config(&ctx.device, CodecConfig { v2_decoder: Some(d), ..config.clone() }).unwrap(), name)
-        })
-        .collect()
+    [
+        (V2Decoder::OnePass, None, "one-pass"),
+        (V2Decoder::Indexed, None, "indexed"),
+        (V2Decoder::Indexed, Some("decompress_v2.MASK_FROM_STREAM=1"), "indexed, masks from the stream"),
+    ]
+    .into_iter()
+    .map(|(d, k, name)| {
+        let c = CodecConfig { v2_decoder: Some(d), kernel_constants: k.map(Into::into), ..config.clone() };
+        (Codec::with_config(&ctx.device, c).unwrap(), name)
+    })
+    .collect()
 }
 
 fn check(codec: &Codec, ctx: &GpuContext, stream: &[u8], want: &[u8], what: &str) {
@@ -223,24 +229,16 @@ fn decode_direct(ctx: &GpuContext, codec: &Codec, layout: &LayoutV2, stream: &[u
 /// More tiles than the (lowered) workgroup limit per dimension: a 2-D grid; a (lowered) binding limit
 /// makes the host decode in pieces of whole tile groups.
 fn v2_gpu_decode_2d_grid_and_pieces(ctx: GpuContext) {
-    for d in [V2Decoder::OnePass, V2Decoder::Indexed] {
-        let grid = Codec::with_config(
-            &ctx.device,
-            CodecConfig { max_workgroups_per_dim: Some(7), v2_decoder: Some(d), ..Default::default() },
-        )
-        .unwrap();
-        let pieces = Codec::with_config(
-            &ctx.device,
-            CodecConfig { max_binding_bytes: Some(40 * 8192 + 4096), v2_decoder: Some(d), ..Default::default() },
-        )
-        .unwrap();
+    let grids = decoders(&ctx, CodecConfig { max_workgroups_per_dim: Some(7), ..Default::default() });
+    let pieces = decoders(&ctx, CodecConfig { max_binding_bytes: Some(40 * 8192 + 4096), ..Default::default() });
+    for ((grid, d), (pieces, _)) in grids.iter().zip(&pieces) {
         for dtype in [DType::Bf16, DType::E4m3, DType::F32] {
             let n = 70 * 4096 + 5;
             for density in [0.01, 0.3] {
                 let bytes = cpu::synthetic_relu2(n, density, dtype, 9);
                 let s = cpu::compress_v2(&bytes, dtype, Options::default()).unwrap();
-                check(&grid, &ctx, &s, &bytes, &format!("{d:?}: 2-D grid {dtype} ρ={density}"));
-                check(&pieces, &ctx, &s, &bytes, &format!("{d:?}: pieces {dtype} ρ={density}"));
+                check(grid, &ctx, &s, &bytes, &format!("{d}: 2-D grid {dtype} ρ={density}"));
+                check(pieces, &ctx, &s, &bytes, &format!("{d}: pieces {dtype} ρ={density}"));
             }
         }
     }

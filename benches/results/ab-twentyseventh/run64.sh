@@ -6,6 +6,9 @@
 #   x  the two-pass decoder (`BITSPARSE_V2_DECODER=indexed`): decompress_v2_index.wgsl (four tiles a
 #      workgroup) leaves each tile's start and mask in its own output, then decompress_v2.wgsl with
 #      TWO_PASS decodes in version 1's chain. Same binary, interleaved, copy in every batch.
+#   y  x with mask tiles' masks read from the stream by the second pass instead of copied by the index
+#      pass (`BITSPARSE_KERNEL_CONSTANTS=decompress_v2.MASK_FROM_STREAM=1`): one dependent load more in
+#      a mask tile's chain against 2 × 512 B a mask tile less traffic; matters where mask tiles are many.
 # Then Burn's F32 ReLU² block test three times with cubecl's autotune decisions and no persistent cache
 # (the twenty-sixth session's run63.sh): which matmul kernels sit behind its H200 mismatches.
 R=/tmp/res64
@@ -17,9 +20,11 @@ D6=BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.1,0.05,0.02,0.01
 D4=BITSPARSE_BENCH_DENSITIES=0.176,0.1,0.05,0.01
 O=BITSPARSE_V2_DECODER=one-pass
 X=BITSPARSE_V2_DECODER=indexed
+Y=BITSPARSE_KERNEL_CONSTANTS=decompress_v2.MASK_FROM_STREAM=1
 for i in 1 2; do
   bench_run o$i codec_h $O BITSPARSE_BENCH_DTYPES=bf16 $D6
   bench_run x$i codec_h $X BITSPARSE_BENCH_DTYPES=bf16 $D6
+  bench_run y$i codec_h $X $Y BITSPARSE_BENCH_DTYPES=bf16 $D6
 done
 bench_run xE codec_h $X BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both $D4
 bench_run oE codec_h $O BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both $D4
