@@ -924,6 +924,33 @@ impl Codec {
         stream: BufferRange<'_>,
         output: BufferRange<'_>,
     ) -> Result<()> {
+        self.record_v2_decode(encoder, layout, stream, output, false)
+    }
+
+    /// Records only the first pass of [`V2Decoder::Indexed`] (whatever this codec's decoder): each full
+    /// tile's 132 words (`cpu::v2::TileIndex::words`) at the start of its output, the rest of `output`
+    /// untouched; a partial last tile's go to the codec's own buffer. Not a decode: what the GPU tests
+    /// compare with `cpu::v2::index`, the pass's CPU port. Checks as [`Codec::decompress_v2`].
+    #[doc(hidden)]
+    pub fn decompress_v2_index_pass(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        layout: &format::v2::LayoutV2,
+        stream: BufferRange<'_>,
+        output: BufferRange<'_>,
+    ) -> Result<()> {
+        self.record_v2_decode(encoder, layout, stream, output, true)
+    }
+
+    /// [`Codec::decompress_v2`]; `index_only`: [`Codec::decompress_v2_index_pass`].
+    fn record_v2_decode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        layout: &format::v2::LayoutV2,
+        stream: BufferRange<'_>,
+        output: BufferRange<'_>,
+        index_only: bool,
+    ) -> Result<()> {
         self.check_range("compressed stream", &stream)?;
         self.check_range("output", &output)?;
         let dense = layout.n * layout.dtype.bytes();
@@ -981,7 +1008,8 @@ impl Codec {
         // tile geometry or clamped, every loop by it too, and storage accesses are covered by robust
         // buffer access. Measured on the H200: docs/PERFORMANCE.md ("Format version 2").
         let mut pass = begin_pass(encoder, "bitsparse.decompress_v2");
-        match self.inner.v2_mode {
+        let mode = if index_only { V2Decoder::Indexed } else { self.inner.v2_mode };
+        match mode {
             V2Decoder::OnePass => {
                 let kernel = self.inner.v2_decoder[slot].get_or_init(|| {
                     self.v2_program("decompress_v2.wgsl", layout.dtype, &[]).kernel(device, "decompress_v2", &[])
@@ -1009,6 +1037,9 @@ impl Codec {
                     .bind([("stream", stream.binding()), ("dst4", dst4.clone()), ("tail_scr", tail.clone())])
                     .params(&params)
                     .dispatch(self.grid(layout.tiles.div_ceil(4)));
+                if index_only {
+                    return Ok(());
+                }
                 KernelDispatch::new(device, &mut pass, main)
                     .bind([("stream", stream.binding()), ("dst4", dst4), ("dst_tail", dst_tail), ("tail_scr", tail)])
                     .params(&params)

@@ -2,8 +2,9 @@
 //! `host::decompress_to_vec`) against the CPU reference: every dtype and sign mode over the conformance
 //! densities and lengths, i.i.d. ReLU² data (which exercises every tile encoding and the exponent code),
 //! tile-start directories with shuffled tiles and gaps, 2-D grids (lowered workgroup limit), pieces
-//! (lowered binding limit), the typed errors of the API, and wgpu's GL backend — each through both
-//! decoders (`V2Decoder::OnePass` and `V2Decoder::Indexed`).
+//! (lowered binding limit), the typed errors of the API, and wgpu's GL backend — each through every
+//! decoder (`V2Decoder::OnePass`, `V2Decoder::Indexed` with mask tiles' masks copied or left in the
+//! stream); and the two-pass decoder's first pass alone against its CPU port (`cpu::v2::index`).
 
 use bitsparse::conformance::{DENSITIES, LENGTHS};
 use bitsparse::format::v2::{enc, LayoutV2, TileDesc};
@@ -21,6 +22,7 @@ pub fn tests() -> Vec<Test> {
         vulkan_test!(v2_gpu_decode_positions_every_low_width),
         vulkan_test!(v2_gpu_decode_2d_grid_and_pieces),
         vulkan_test!(v2_gpu_decode_api_errors),
+        vulkan_test!(v2_gpu_index_pass_matches_cpu_port),
         gl_test!(v2_gl_decode_matrix),
     ]
 }
@@ -242,6 +244,88 @@ fn v2_gpu_decode_2d_grid_and_pieces(ctx: GpuContext) {
             }
         }
     }
+}
+
+/// The two-pass decoder's first pass alone (`Codec::decompress_v2_index_pass`) against its CPU port
+/// (`cpu::v2::index`), word for word: every tile's mask, data start, values bit and descriptor, on both
+/// codec paths, with mask tiles' masks copied or left in the stream, for ordered and tile-start
+/// directories; every other output word untouched.
+fn v2_gpu_index_pass_matches_cpu_port(ctx: GpuContext) {
+    use wgpu::util::DeviceExt;
+    let mut codecs = Vec::new();
+    for portable in [false, true] {
+        for from_stream in [false, true] {
+            let c = CodecConfig {
+                force_portable: portable,
+                kernel_constants: from_stream.then(|| "decompress_v2.MASK_FROM_STREAM=1".to_string()),
+                ..Default::default()
+            };
+            codecs.push((Codec::with_config(&ctx.device, c).unwrap(), from_stream));
+        }
+    }
+    let mut seen = [0usize; 4];
+    for dtype in DType::ALL {
+        for (i, &density) in [0.0, 0.003, 0.05, 0.3, 1.0].iter().enumerate() {
+            // Two 16-tile groups, the second one partial; full tiles only (a partial last tile's words go
+            // to the codec's own buffer).
+            let n = 18 * 4096;
+            let bytes = cpu::synthetic_relu2(n, density, dtype, 300 + i as u64);
+            let ordered = cpu::compress_v2(&bytes, dtype, Options::default()).unwrap();
+            let shuffled = cpu::v2::place_starts_shuffled(&ordered, 5).unwrap();
+            for s in [ordered, shuffled] {
+                let want = cpu::v2::index(&s).unwrap();
+                let (layout, _) = LayoutV2::from_header(&words(&s)).unwrap();
+                let mut padded = s.clone();
+                padded.resize(s.len().div_ceil(4) * 4, 0);
+                let input = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("test.v2.index.stream"),
+                    contents: &padded,
+                    usage: wgpu::BufferUsages::STORAGE,
+                });
+                let dense = layout.n * layout.dtype.bytes();
+                for (codec, from_stream) in &codecs {
+                    let output = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some("test.v2.index.out"),
+                        contents: &vec![0xEEu8; dense as usize],
+                        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                    });
+                    let mut enc = ctx.device.create_command_encoder(&Default::default());
+                    codec
+                        .decompress_v2_index_pass(
+                            &mut enc,
+                            &layout,
+                            BufferRange::new(&input, 0, padded.len() as u64),
+                            BufferRange::new(&output, 0, dense),
+                        )
+                        .unwrap();
+                    bitsparse::host::sync::submit(&ctx.queue, [enc.finish()]);
+                    let got =
+                        words(&bitsparse::host::sync::read_buffer(&ctx.device, &ctx.queue, &output, 0, dense).unwrap());
+                    let tile_words = 4096 * dtype.bytes() as usize / 4;
+                    for (t, w) in want.iter().enumerate() {
+                        let (d, _) = TileDesc::from_word(w.desc);
+                        seen[d.enc as usize] += 1;
+                        let mut expect = w.words();
+                        if *from_stream && d.enc == enc::MASK {
+                            expect[..128].fill(0);
+                        }
+                        let at = t * tile_words;
+                        let what = format!(
+                            "{dtype} ρ={density} tile_starts={} from_stream={from_stream} {:?} tile {t}",
+                            layout.tile_starts,
+                            codec.path()
+                        );
+                        assert_eq!(got[at..at + 132], expect[..], "{what}");
+                        assert!(
+                            got[at + 132..at + tile_words].iter().all(|&x| x == 0xEEEE_EEEE),
+                            "{what}: words past 132 written"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen.iter().all(|&c| c > 0), "every encoding must occur: {seen:?}");
 }
 
 fn v2_gpu_decode_api_errors(ctx: GpuContext) {
