@@ -50,6 +50,10 @@ pub struct BenchConfig {
     pub seed: u64,
     /// Check every codec op's output once, after timing (round trip and value-word count).
     pub verify: bool,
+    /// Ablation: the version-2 decompress rows time only the two-pass decoder's index pass
+    /// (`Codec::decompress_v2_index_pass`); their output is not a decode and is not verified (the row's
+    /// note says so).
+    pub v2_index_only: bool,
     /// Show a progress bar on stderr.
     pub progress: bool,
 }
@@ -90,7 +94,7 @@ impl BenchConfig {
 
     /// Fills empty fields from `BITSPARSE_BENCH_QUICK` (1/true), `BITSPARSE_BENCH_SIZES`,
     /// `BITSPARSE_BENCH_DENSITIES`, `BITSPARSE_BENCH_DTYPES`, `BITSPARSE_BENCH_OPS` (comma lists),
-    /// `BITSPARSE_BENCH_SIGN_PACK` (`on`, `off` or `both`), `BITSPARSE_BENCH_TILE_ORDER` (`ordered`, `unordered` or `both`), `BITSPARSE_BENCH_REPS` and `BITSPARSE_BENCH_NO_VERIFY`.
+    /// `BITSPARSE_BENCH_SIGN_PACK` (`on`, `off` or `both`), `BITSPARSE_BENCH_TILE_ORDER` (`ordered`, `unordered` or `both`), `BITSPARSE_BENCH_REPS`, `BITSPARSE_BENCH_NO_VERIFY` and `BITSPARSE_BENCH_V2_INDEX_ONLY` (1/true).
     pub fn with_env(mut self) -> Result<BenchConfig> {
         let var = |k: &str| std::env::var(k).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
         if let Some(q) = var("BITSPARSE_BENCH_QUICK") {
@@ -156,6 +160,9 @@ impl BenchConfig {
         }
         if var("BITSPARSE_BENCH_NO_VERIFY").is_some_and(|v| is_true(&v)) {
             self.verify = false;
+        }
+        if var("BITSPARSE_BENCH_V2_INDEX_ONLY").is_some_and(|v| is_true(&v)) {
+            self.v2_index_only = true;
         }
         Ok(self)
     }

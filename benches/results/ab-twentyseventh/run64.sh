@@ -9,6 +9,8 @@
 #   y  x with mask tiles' masks read from the stream by the second pass instead of copied by the index
 #      pass (`BITSPARSE_KERNEL_CONSTANTS=decompress_v2.MASK_FROM_STREAM=1`): one dependent load more in
 #      a mask tile's chain against 2 × 512 B a mask tile less traffic; matters where mask tiles are many.
+#   i, j  x's and y's index pass alone (`BITSPARSE_BENCH_V2_INDEX_ONLY=1`, an ablation: the version-2
+#      rows then time only the first pass, whose output is not a decode): how the two passes split.
 # Then Burn's F32 ReLU² block test three times with cubecl's autotune decisions and no persistent cache
 # (the twenty-sixth session's run63.sh): which matmul kernels sit behind its H200 mismatches.
 R=/tmp/res64
@@ -26,6 +28,8 @@ for i in 1 2; do
   bench_run x$i codec_h $X BITSPARSE_BENCH_DTYPES=bf16 $D6
   bench_run y$i codec_h $X $Y BITSPARSE_BENCH_DTYPES=bf16 $D6
 done
+bench_run i1 codec_h $X BITSPARSE_BENCH_V2_INDEX_ONLY=1 BITSPARSE_BENCH_DTYPES=bf16 $D6
+bench_run j1 codec_h $X $Y BITSPARSE_BENCH_V2_INDEX_ONLY=1 BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_DENSITIES=0.5,0.176
 bench_run xE codec_h $X BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both $D4
 bench_run oE codec_h $O BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both $D4
 bench_run xF codec_h $X BITSPARSE_BENCH_DTYPES=f16,f32 $D4
