@@ -30,7 +30,7 @@
 @group(0) @binding(3) var<uniform> p: Params;
 #if TWO_PASS
 // The partial last tile's first-pass results (`decompress_v2_index.wgsl`): its output may be shorter
-// than the 132 words they take.
+// than the 260 words they take.
 @group(0) @binding(4) var<storage, read_write> tail_scr: array<vec4<u32>>;
 #endif
 
@@ -45,8 +45,28 @@ var<workgroup> wg_scan: array<u32, 128>;
 // The tile's (data start, values bit, descriptor) from the first pass.
 var<workgroup> wg_info3: vec4<u32>;
 // 1: mask tiles' masks are read from the stream, not from the first pass's copy
-// (decompress_v2_index.wgsl).
+// (decompress_v2_index.wgsl; ignored with RANKS).
 override MASK_FROM_STREAM: u32 = 0u;
+// 1: the first pass also left each mask word's rank, and every round reads its mask word and rank
+// from there: no scan, no workgroup memory, one barrier before the last round (whose output words
+// hold them). An A/B (`decompress_v2.RANKS`).
+override RANKS: u32 = 0u;
+// Where a full tile's first-pass words lie in its output: the last round's vec4s, which no round
+// before the last writes (mask words 0..128, ranks 128..256, then (data start, values bit, descriptor)).
+const SCR_V: u32 = (ROUNDS - 1u) * WG;
+
+// Vec4 `i` of tile `tile`'s first-pass words.
+fn scr4(tile: u32, i: u32) -> vec4<u32> {
+    if tile < p.full_tiles {
+        return dst4[tile * VECS_PER_TILE + SCR_V + i];
+    }
+    return tail_scr[i];
+}
+
+// Word `w` of tile `tile`'s first-pass words.
+fn scr_word(tile: u32, w: u32) -> u32 {
+    return scr4(tile, w >> 2u)[w & 3u];
+}
 #else
 #if !SUBGROUP
 var<workgroup> wg_part: array<u32, 17>;
@@ -261,42 +281,43 @@ fn decompress_v2(
     }
     let len = select(TILE, p.last_len, tile + 1u == p.tiles);
 #if TWO_PASS
-    // The first pass (decompress_v2_index.wgsl) left the tile's mask in words 0..128 of its output and
-    // (data start, values bit, descriptor) in words 128..131 (a partial last tile's in `tail_scr`).
-    // Every thread reads them before the barrier of the uniform load below and the tile's output is
-    // written only after it, by this workgroup alone.
-    var m4: vec4<u32>;
-    if tile < p.full_tiles {
-        m4 = dst4[tile * VECS_PER_TILE + lid / 4u];
+    // The first pass (decompress_v2_index.wgsl) left the tile's mask, its ranks (RANKS) and (data
+    // start, values bit, descriptor) in its last round's output words (a partial last tile's in
+    // `tail_scr`).
+    var values: u32;
+    var d: u32;
+    // With RANKS, the last round's mask word and rank, read before the barrier that precedes that round.
+    var last = vec2<u32>(0u);
+    if RANKS == 0u {
+        // Every thread reads its mask word, and thread 0 the tile's start, before the barriers of the scan
+        // and the uniform load below (each value used before them), and the tile's output is written only
+        // after them, by this workgroup alone.
+        var mw = scr_word(tile, lid);
         if lid == 0u {
-            wg_info3 = dst4[tile * VECS_PER_TILE + 32u];
+            wg_info3 = scr4(tile, 64u);
         }
+        if MASK_FROM_STREAM != 0u {
+            // Every thread reads the tile's start itself (the same 16 bytes), then a mask tile's word.
+            let own = scr4(tile, 64u);
+            if (own.z & 3u) == 0u && lid * 32u < len {
+                mw = stream[p.data_idx + own.x + lid];
+            }
+        }
+        let s = scan_excl(countOneBits(mw), lid);
+        atomicStore(&wg_mask[lid], mw);
+        atomicStore(&wg_first[lid], s.x);
+        let info = workgroupUniformLoad(&wg_info3);
+        base = p.data_idx + info.x;
+        values = info.y;
+        d = info.z;
     } else {
-        m4 = tail_scr[lid / 4u];
-        if lid == 0u {
-            wg_info3 = tail_scr[32u];
-        }
+        let info = scr4(tile, 64u);
+        base = p.data_idx + info.x;
+        values = info.y;
+        d = info.z;
+        let w = ((ROUNDS - 1u) * WG + lid) * EPV >> 5u;
+        last = vec2<u32>(scr_word(tile, w), scr_word(tile, 128u + w));
     }
-    var mw = m4[lid & 3u];
-    if MASK_FROM_STREAM != 0u {
-        // Every thread reads the tile's start itself (the same 16 bytes), then a mask tile's word.
-        var own: vec4<u32>;
-        if tile < p.full_tiles {
-            own = dst4[tile * VECS_PER_TILE + 32u];
-        } else {
-            own = tail_scr[32u];
-        }
-        if (own.z & 3u) == 0u && lid * 32u < len {
-            mw = stream[p.data_idx + own.x + lid];
-        }
-    }
-    let s = scan_excl(countOneBits(mw), lid);
-    atomicStore(&wg_mask[lid], mw);
-    atomicStore(&wg_first[lid], s.x);
-    let info = workgroupUniformLoad(&wg_info3);
-    base = p.data_idx + info.x;
-    let values = info.y;
-    let d = info.z;
     let enc = d & 3u;
 #else
     // Where the tile's data starts: its own start word, or its group's base plus the words of the
@@ -445,6 +466,13 @@ fn decompress_v2(
     let reach = (values >> 5u) + TILE * code.width / 32u + 2u;
     let in_binding = lim >= reach && base <= lim - reach;
     for (var r = 0u; r < ROUNDS; r++) {
+#if TWO_PASS
+        if RANKS != 0u && r + 1u == ROUNDS {
+            // Every thread's reads of the first pass's words are ordered before the last round's stores
+            // over them.
+            storageBarrier();
+        }
+#endif
         let e0 = (r * WG + lid) * EPV;
         var bits = 0u;
         var first = e0; // the rank of the vec's first code (the element index itself in a raw tile)
@@ -452,9 +480,23 @@ fn decompress_v2(
             bits = ROUND_BITS_MASK;
             let sh = e0 & 31u;
             if enc != 3u {
+#if TWO_PASS
+                var mr: vec2<u32>;
+                if RANKS == 0u {
+                    mr = vec2<u32>(atomicLoad(&wg_mask[e0 >> 5u]), atomicLoad(&wg_first[e0 >> 5u]));
+                } else if r + 1u == ROUNDS {
+                    mr = last;
+                } else {
+                    mr = vec2<u32>(scr_word(tile, e0 >> 5u), scr_word(tile, 128u + (e0 >> 5u)));
+                }
+                let mx = mr.x;
+                bits = (mx >> sh) & ROUND_BITS_MASK;
+                first = mr.y + countOneBits(mx & ((1u << sh) - 1u));
+#else
                 let mx = atomicLoad(&wg_mask[e0 >> 5u]);
                 bits = (mx >> sh) & ROUND_BITS_MASK;
                 first = atomicLoad(&wg_first[e0 >> 5u]) + countOneBits(mx & ((1u << sh) - 1u));
+#endif
             }
             if e0 + EPV > len {
                 bits &= (1u << (len - e0)) - 1u;

@@ -1,8 +1,9 @@
 // The first pass of the two-pass version-2 decoder (`V2Decoder::Indexed`): for every tile, where its
 // data starts, where its values start and its descriptor, and its 128-word mask — a positions tile's
-// decoded from its Elias–Fano code, a mask tile's copied, zeros for empty and raw tiles — written into
-// the tile's own output (words 0..132 of it: a tile's output is at least 1024 words) or, for a partial
-// last tile, into `tail_scr`. The second pass (decompress_v2.wgsl with `TWO_PASS`) reads them back
+// decoded from its Elias–Fano code, a mask tile's copied, zeros for empty and raw tiles — and, with
+// `RANKS`, each mask word's rank (the ones before it), written into the tile's own output (its last
+// round's vec4s: 512 words, of which mask 0..128, ranks 128..256, the rest at 256..260) or, for a
+// partial last tile, into `tail_scr`. The second pass (decompress_v2.wgsl with `TWO_PASS`) reads them back
 // before it writes that output, so it has version 1's chain (its mask and start at fixed addresses, a
 // scan, the gathers) without the directory's sum or the positions' decode, and no scratch memory is
 // allocated. CPU counterpart: `cpu::v2` (`ParsedV2::expand` builds the same masks).
@@ -15,7 +16,7 @@
 #include "lib/v2_params.wgsl"
 
 @group(0) @binding(0) var<storage, read> stream: array<u32>;
-// The full tiles' output (as vec4 words) and the partial last tile's scratch (33 vec4).
+// The full tiles' output (as vec4 words) and the partial last tile's scratch (65 vec4).
 @group(0) @binding(1) var<storage, read_write> dst4: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> tail_scr: array<vec4<u32>>;
 @group(0) @binding(3) var<uniform> p: Params;
@@ -30,6 +31,12 @@ var<private> base: u32;
 // 1: a mask tile's mask is left in the stream for the second pass to read (`decompress_v2.MASK_FROM_STREAM`
 // in `CodecConfig::kernel_constants`: an A/B of the copy's cost where mask tiles dominate).
 override MASK_FROM_STREAM: u32 = 0u;
+// 1: each mask word's rank written too (`decompress_v2.RANKS`, with the second pass's; masks are then
+// always copied).
+override RANKS: u32 = 0u;
+// Where a full tile's words lie in its output: its last round's vec4s (decompress_v2.wgsl reads them
+// before the barrier that precedes its last round).
+const SCR_V: u32 = (ROUNDS - 1u) * WG;
 
 // Tiles a workgroup, threads a tile.
 const QT: u32 = 4u;
@@ -168,7 +175,7 @@ fn index(
 
     var values = 0u;
     var out = vec4<u32>(0u);
-    if valid && enc == 0u && MASK_FROM_STREAM == 0u {
+    if valid && enc == 0u && (MASK_FROM_STREAM == 0u || RANKS != 0u) {
         let w0 = lane * 4u;
         let lim = arrayLength(&stream) - 1u;
         let w = vec4<u32>(w0, w0 + 1u, w0 + 2u, w0 + 3u);
@@ -215,17 +222,31 @@ fn index(
         let m0 = q * 128u + lane * 4u;
         out = vec4<u32>(atomicLoad(&ix_mask[m0]), atomicLoad(&ix_mask[m0 + 1u]), atomicLoad(&ix_mask[m0 + 2u]), atomicLoad(&ix_mask[m0 + 3u]));
     }
+    // With RANKS, the ones before each of the lane's four mask words (uniform: RANKS is a constant).
+    var ranks = vec4<u32>(0u);
+    if RANKS != 0u {
+        let c = countOneBits(out);
+        let s = quarter_scan(c.x + c.y + c.z + c.w, lid);
+        ranks = vec4<u32>(s.x, s.x + c.x, s.x + c.x + c.y, s.x + c.x + c.y + c.z);
+    }
     if valid {
         let info = vec4<u32>(start, values, d, 0u);
         if t < p.full_tiles {
-            dst4[t * VECS_PER_TILE + lane] = out;
+            let v0 = t * VECS_PER_TILE + SCR_V;
+            dst4[v0 + lane] = out;
+            if RANKS != 0u {
+                dst4[v0 + QL + lane] = ranks;
+            }
             if lane == 0u {
-                dst4[t * VECS_PER_TILE + QL] = info;
+                dst4[v0 + 2u * QL] = info;
             }
         } else {
             tail_scr[lane] = out;
+            if RANKS != 0u {
+                tail_scr[QL + lane] = ranks;
+            }
             if lane == 0u {
-                tail_scr[QL] = info;
+                tail_scr[2u * QL] = info;
             }
         }
     }

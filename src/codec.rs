@@ -82,9 +82,10 @@ pub enum V2Decoder {
     #[default]
     OnePass,
     /// Two kernels: the first (`shaders/decompress_v2_index.wgsl`, four tiles a workgroup) writes each
-    /// tile's start and 128-word mask into the first words of the tile's own output; the second reads
-    /// them back and decodes as version 1 does, with no directory sum or positions decode in its chain.
-    /// No scratch memory beyond 528 bytes for a partial last tile. Not yet timed on the H200.
+    /// tile's start and 128-word mask into the tile's own output (words its last round writes); the
+    /// second reads them back and decodes as version 1 does, with no directory sum or positions decode
+    /// in its chain. No scratch memory beyond 1,040 bytes for a partial last tile. Not yet timed on the
+    /// H200.
     Indexed,
 }
 
@@ -261,7 +262,7 @@ struct Inner {
     v2_indexed: [OnceLock<(crate::dispatch::Kernel, crate::dispatch::Kernel)>; 3],
     /// Which version-2 decoder runs.
     v2_mode: V2Decoder,
-    /// [`V2Decoder::Indexed`]'s first-pass results for a partial last tile (132 words).
+    /// [`V2Decoder::Indexed`]'s first-pass results for a partial last tile (260 words).
     v2_tail: wgpu::Buffer,
     /// `shaders/compress_v2.wgsl` (`header`, `compress`) for 8-, 16- and 32-bit elements, built on first use.
     v2_encoder: [OnceLock<(crate::dispatch::Kernel, crate::dispatch::Kernel)>; 3],
@@ -324,7 +325,7 @@ impl Codec {
         let dummy_rw3 = dummy("bitsparse.dummy_rw3", wgpu::BufferUsages::STORAGE);
         let v2_tail = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("bitsparse.v2_tail"),
-            size: 33 * 16,
+            size: 65 * 16,
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
@@ -928,8 +929,9 @@ impl Codec {
     }
 
     /// Records only the first pass of [`V2Decoder::Indexed`] (whatever this codec's decoder): each full
-    /// tile's 132 words (`cpu::v2::TileIndex::words`) at the start of its output, the rest of `output`
-    /// untouched; a partial last tile's go to the codec's own buffer. Not a decode: what the GPU tests
+    /// tile's 260 words (`cpu::v2::TileIndex::words`; the ranks only with `decompress_v2.RANKS`) from the
+    /// start of its last 512 output words, the rest of `output` untouched; a partial last tile's go to
+    /// the codec's own buffer. Not a decode: what the GPU tests
     /// compare with `cpu::v2::index`, the pass's CPU port. Checks as [`Codec::decompress_v2`].
     #[doc(hidden)]
     pub fn decompress_v2_index_pass(

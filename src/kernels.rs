@@ -45,10 +45,13 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 /// outside it could index out of bounds or never terminate).
 /// `decompress_v2.MASK_FROM_STREAM` (`V2Decoder::Indexed` only): 1 reads mask tiles' masks from the
 /// stream in the second pass instead of copying them in the index pass (an A/B, measured once).
-const TUNABLE: [(&str, &str, f64, f64); 3] = [
+/// `decompress_v2.RANKS` (the same): 1 has the index pass write each mask word's rank too, so the
+/// second pass needs no scan and no workgroup memory (masks are then always copied).
+const TUNABLE: [(&str, &str, f64, f64); 4] = [
     ("compress", "SPIN_LIMIT", 1.0, 1e9),
     ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
     ("decompress_v2", "MASK_FROM_STREAM", 0.0, 1.0),
+    ("decompress_v2", "RANKS", 0.0, 1.0),
 ];
 
 /// One item of a kernel-constants spec (`kernel.NAME=value`).
@@ -85,7 +88,7 @@ pub fn parse_constants(spec: &str) -> std::result::Result<Vec<ConstantItem<'_>>,
 fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
     let bad = |why: String| {
         Error::InvalidArgument(format!(
-            "kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8, decompress_v2.MASK_FROM_STREAM 0..=1)"
+            "kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8, decompress_v2.MASK_FROM_STREAM 0..=1, decompress_v2.RANKS 0..=1)"
         ))
     };
     for item in parse_constants(spec).map_err(bad)? {

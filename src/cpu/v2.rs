@@ -372,12 +372,15 @@ pub struct TileIndex {
     pub desc: u32,
     /// Its nonzeros' mask, one bit per element (zeros for empty and raw tiles).
     pub mask: [u32; 128],
+    /// For each mask word, the ones before it (written only with the pass's `RANKS`).
+    pub ranks: [u32; 128],
 }
 
 impl TileIndex {
-    /// The 132 words the index pass writes: the mask, then (start, values, descriptor, 0).
+    /// The 260 words the index pass writes: the mask, the ranks, then (start, values, descriptor, 0).
     pub fn words(&self) -> Vec<u32> {
         let mut w = self.mask.to_vec();
+        w.extend(self.ranks);
         w.extend([self.start, self.values, self.desc, 0]);
         w
     }
@@ -398,11 +401,18 @@ pub fn index(stream: &[u8]) -> Result<Vec<TileIndex>> {
             }
             values = at as u32;
         }
+        let mut ranks = [0u32; 128];
+        let mut ones = 0;
+        for (r, m) in ranks.iter_mut().zip(mask) {
+            *r = ones;
+            ones += m.count_ones();
+        }
         out.push(TileIndex {
             start: p.starts[t] as u32,
             values,
             desc: word(stream, p.layout.desc_offset + t as u64).unwrap_or(0),
             mask,
+            ranks,
         });
     }
     Ok(out)

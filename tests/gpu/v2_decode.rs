@@ -30,12 +30,14 @@ pub fn tests() -> Vec<Test> {
 const LONG: usize = 17 * 4096 + 77;
 
 /// `config` with each version-2 decoder, named: one pass, and two passes with mask tiles' masks copied
-/// by the index pass or read from the stream by the second (`decompress_v2.MASK_FROM_STREAM`).
+/// by the index pass or read from the stream by the second (`decompress_v2.MASK_FROM_STREAM`), or with
+/// each mask word's rank from the first pass (`decompress_v2.RANKS`).
 fn decoders(ctx: &GpuContext, config: CodecConfig) -> Vec<(Codec, &'static str)> {
     [
         (V2Decoder::OnePass, None, "one-pass"),
         (V2Decoder::Indexed, None, "indexed"),
         (V2Decoder::Indexed, Some("decompress_v2.MASK_FROM_STREAM=1"), "indexed, masks from the stream"),
+        (V2Decoder::Indexed, Some("decompress_v2.RANKS=1"), "indexed, ranks from the first pass"),
     ]
     .into_iter()
     .map(|(d, k, name)| {
@@ -247,20 +249,23 @@ fn v2_gpu_decode_2d_grid_and_pieces(ctx: GpuContext) {
 }
 
 /// The two-pass decoder's first pass alone (`Codec::decompress_v2_index_pass`) against its CPU port
-/// (`cpu::v2::index`), word for word: every tile's mask, data start, values bit and descriptor, on both
-/// codec paths, with mask tiles' masks copied or left in the stream, for ordered and tile-start
-/// directories; every other output word untouched.
+/// (`cpu::v2::index`), word for word: every tile's mask, ranks (`RANKS`), data start, values bit and
+/// descriptor, on both codec paths, with mask tiles' masks copied or left in the stream, for ordered
+/// and tile-start directories; every other output word untouched.
 fn v2_gpu_index_pass_matches_cpu_port(ctx: GpuContext) {
     use wgpu::util::DeviceExt;
+    // (codec, mask tiles' masks left in the stream, ranks written)
     let mut codecs = Vec::new();
     for portable in [false, true] {
-        for from_stream in [false, true] {
-            let c = CodecConfig {
-                force_portable: portable,
-                kernel_constants: from_stream.then(|| "decompress_v2.MASK_FROM_STREAM=1".to_string()),
-                ..Default::default()
-            };
-            codecs.push((Codec::with_config(&ctx.device, c).unwrap(), from_stream));
+        for (k, from_stream, ranks) in [
+            (None, false, false),
+            (Some("decompress_v2.MASK_FROM_STREAM=1"), true, false),
+            (Some("decompress_v2.RANKS=1"), false, true),
+            // RANKS copies every mask whatever MASK_FROM_STREAM says.
+            (Some("decompress_v2.RANKS=1,decompress_v2.MASK_FROM_STREAM=1"), false, true),
+        ] {
+            let c = CodecConfig { force_portable: portable, kernel_constants: k.map(Into::into), ..Default::default() };
+            codecs.push((Codec::with_config(&ctx.device, c).unwrap(), from_stream, ranks));
         }
     }
     let mut seen = [0usize; 4];
@@ -283,7 +288,7 @@ fn v2_gpu_index_pass_matches_cpu_port(ctx: GpuContext) {
                     usage: wgpu::BufferUsages::STORAGE,
                 });
                 let dense = layout.n * layout.dtype.bytes();
-                for (codec, from_stream) in &codecs {
+                for (codec, from_stream, ranks) in &codecs {
                     let output = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                         label: Some("test.v2.index.out"),
                         contents: &vec![0xEEu8; dense as usize],
@@ -309,17 +314,19 @@ fn v2_gpu_index_pass_matches_cpu_port(ctx: GpuContext) {
                         if *from_stream && d.enc == enc::MASK {
                             expect[..128].fill(0);
                         }
-                        let at = t * tile_words;
+                        if !*ranks {
+                            expect[128..256].fill(0xEEEE_EEEE);
+                        }
+                        // The tile's last 512 words (its last round's).
+                        let at = (t + 1) * tile_words - 512;
                         let what = format!(
-                            "{dtype} ρ={density} tile_starts={} from_stream={from_stream} {:?} tile {t}",
+                            "{dtype} ρ={density} tile_starts={} from_stream={from_stream} ranks={ranks} {:?} tile {t}",
                             layout.tile_starts,
                             codec.path()
                         );
-                        assert_eq!(got[at..at + 132], expect[..], "{what}");
-                        assert!(
-                            got[at + 132..at + tile_words].iter().all(|&x| x == 0xEEEE_EEEE),
-                            "{what}: words past 132 written"
-                        );
+                        assert_eq!(got[at..at + 260], expect[..], "{what}");
+                        let rest = got[t * tile_words..at].iter().chain(&got[at + 260..(t + 1) * tile_words]);
+                        assert!(rest.into_iter().all(|&x| x == 0xEEEE_EEEE), "{what}: other words written");
                     }
                 }
             }

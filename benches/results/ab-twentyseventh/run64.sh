@@ -9,6 +9,9 @@
 #   y  x with mask tiles' masks read from the stream by the second pass instead of copied by the index
 #      pass (`BITSPARSE_KERNEL_CONSTANTS=decompress_v2.MASK_FROM_STREAM=1`): one dependent load more in
 #      a mask tile's chain against 2 × 512 B a mask tile less traffic; matters where mask tiles are many.
+#   z  x with each mask word's rank written by the index pass (`decompress_v2.RANKS=1`): the second
+#      pass reads its round's mask word and rank from the tile's last-round output words, no scan, no
+#      workgroup memory, one storage barrier before the last round.
 #   i, j  x's and y's index pass alone (`BITSPARSE_BENCH_V2_INDEX_ONLY=1`, an ablation: the version-2
 #      rows then time only the first pass, whose output is not a decode): how the two passes split.
 # Then Burn's F32 ReLU² block test three times with cubecl's autotune decisions and no persistent cache
@@ -17,16 +20,20 @@ R=/tmp/res64
 LIMIT=470
 . benches/results/device-call.sh
 .devbin/ps_h --policy unchecked --filter decompress_v2 > $R/stats_h.txt 2>&1
+.devbin/ps_h --policy unchecked --filter TWO_PASS --constants decompress_v2.RANKS=1 > $R/stats_ranks.txt 2>&1
+.devbin/ps_h --policy unchecked --filter index --constants index.RANKS=1 >> $R/stats_ranks.txt 2>&1
 decoder_ab_env
 D6=BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.1,0.05,0.02,0.01
 D4=BITSPARSE_BENCH_DENSITIES=0.176,0.1,0.05,0.01
 O=BITSPARSE_V2_DECODER=one-pass
 X=BITSPARSE_V2_DECODER=indexed
 Y=BITSPARSE_KERNEL_CONSTANTS=decompress_v2.MASK_FROM_STREAM=1
+Z=BITSPARSE_KERNEL_CONSTANTS=decompress_v2.RANKS=1
 for i in 1 2; do
   bench_run o$i codec_h $O BITSPARSE_BENCH_DTYPES=bf16 $D6
   bench_run x$i codec_h $X BITSPARSE_BENCH_DTYPES=bf16 $D6
   bench_run y$i codec_h $X $Y BITSPARSE_BENCH_DTYPES=bf16 $D6
+  bench_run z$i codec_h $X $Z BITSPARSE_BENCH_DTYPES=bf16 $D6
 done
 bench_run i1 codec_h $X BITSPARSE_BENCH_V2_INDEX_ONLY=1 BITSPARSE_BENCH_DTYPES=bf16 $D6
 bench_run j1 codec_h $X $Y BITSPARSE_BENCH_V2_INDEX_ONLY=1 BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_DENSITIES=0.5,0.176
