@@ -20,6 +20,10 @@
 // 32 per chunk of upper bits and 2 passes of 128 chunks), so nothing assumes forward progress. One
 // module per element width (`BITS8`, `BITS32`, else 16 bits); the mantissa width comes from the
 // uniform. The host validates the stream first.
+//
+// `TWO_PASS` (`V2Decoder::Indexed`): the second pass after decompress_v2_index.wgsl, which left each
+// tile's mask, start and descriptor (and, with `RANKS`, each mask word's rank) in the tile's last-round
+// output words; the tile's header is then read from there instead of found and decoded here.
 
 #include "lib/v2_params.wgsl"
 
