@@ -917,7 +917,9 @@ impl Codec {
     /// The kernel trusts the stream's directory and descriptors: validate a stream from outside first
     /// (`cpu::validate_any`, as [`crate::host::decompress_to_vec`] does). The stream and the output must
     /// each fit one storage binding (`Error::Unsupported` otherwise; the host helper splits larger
-    /// streams into pieces of whole tile groups) and lie in different buffers.
+    /// streams into pieces of whole tile groups) and lie in different buffers. The kernels are
+    /// [`CodecConfig::v2_decoder`]'s ([`V2Decoder`]); the two-pass one uses the output's own words
+    /// between its passes.
     pub fn decompress_v2(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -931,8 +933,9 @@ impl Codec {
     /// Records only the first pass of [`V2Decoder::Indexed`] (whatever this codec's decoder): each full
     /// tile's 260 words (`cpu::v2::TileIndex::words`; the ranks only with `decompress_v2.RANKS`) from the
     /// start of its last 512 output words, the rest of `output` untouched; a partial last tile's go to
-    /// the codec's own buffer. Not a decode: what the GPU tests
-    /// compare with `cpu::v2::index`, the pass's CPU port. Checks as [`Codec::decompress_v2`].
+    /// the codec's own buffer. Not a decode: what the GPU tests compare with `cpu::v2::index`, the pass's
+    /// CPU port, and what the bench's `BITSPARSE_BENCH_V2_INDEX_ONLY` ablation times. Checks as
+    /// [`Codec::decompress_v2`].
     #[doc(hidden)]
     pub fn decompress_v2_index_pass(
         &self,
