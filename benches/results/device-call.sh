@@ -5,7 +5,8 @@
 # finished).
 #
 # Before sourcing: R (the results folder, e.g. /tmp/resN); optional LIMIT (seconds after the call's
-# start past which further runs are skipped; 480 by default).
+# start past which further runs are skipped; 480 by default) and RUN_TIMEOUT (seconds one bench run may
+# take; 150 by default).
 set -u
 T0=$(date +%s)
 LIMIT=${LIMIT:-480}
@@ -31,7 +32,9 @@ bench_run() {
   fi
   local t0
   t0=$(date +%s)
-  env "$@" ".devbin/$bin" --no-progress --out "/tmp/o_$name" > "$R/$name.log" 2>&1
+  # A run that hangs (a kernel's first run on a driver) is cut after RUN_TIMEOUT seconds (150 by
+  # default), so the call still returns what finished.
+  timeout "${RUN_TIMEOUT:-150}" env "$@" ".devbin/$bin" --no-progress --out "/tmp/o_$name" > "$R/$name.log" 2>&1
   local rc=$?
   cp "/tmp/o_$name/bench.json" "$R/$name.json" 2>/dev/null
   echo "$name rc=$rc $(($(date +%s) - t0))s"
