@@ -47,11 +47,13 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 /// stream in the second pass instead of copying them in the index pass (an A/B, measured once).
 /// `decompress_v2.RANKS` (the same): 1 has the index pass write each mask word's rank too, so the
 /// second pass needs no scan and no workgroup memory (masks are then always copied).
-const TUNABLE: [(&str, &str, f64, f64); 4] = [
+/// `decompress.G_FIRST` (0 or 1): the fused backward loads each round's g before its gathers (an A/B).
+const TUNABLE: [(&str, &str, f64, f64); 5] = [
     ("compress", "SPIN_LIMIT", 1.0, 1e9),
     ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
     ("decompress_v2", "MASK_FROM_STREAM", 0.0, 1.0),
     ("decompress_v2", "RANKS", 0.0, 1.0),
+    ("decompress", "G_FIRST", 0.0, 1.0),
 ];
 
 /// One item of a kernel-constants spec (`kernel.NAME=value`).
@@ -88,7 +90,7 @@ pub fn parse_constants(spec: &str) -> std::result::Result<Vec<ConstantItem<'_>>,
 fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
     let bad = |why: String| {
         Error::InvalidArgument(format!(
-            "kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8, decompress_v2.MASK_FROM_STREAM 0..=1, decompress_v2.RANKS 0..=1)"
+            "kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8, decompress_v2.MASK_FROM_STREAM 0..=1, decompress_v2.RANKS 0..=1, decompress.G_FIRST 0..=1)"
         ))
     };
     for item in parse_constants(spec).map_err(bad)? {
@@ -610,7 +612,11 @@ impl Kernels {
     fn build(&self, v: Variant) -> Result<Built> {
         let device = &self.device;
         let (file, entry) = v.shader();
-        let consts = self.constants(entry)?;
+        let mut consts = self.constants(entry)?;
+        // G_FIRST exists only where the fused backward uses it (naga drops unused overrides).
+        if v.fusion != Fusion::Backward {
+            consts.retain(|(n, _)| *n != "G_FIRST");
+        }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let program = Program::new(device, file, &v.defines(self.path), self.trust);
         let main = program.kernel(device, entry, &consts);

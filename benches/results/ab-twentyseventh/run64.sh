@@ -14,7 +14,10 @@
 #      workgroup memory, one storage barrier before the last round.
 #   i, j  x's and y's index pass alone (`BITSPARSE_BENCH_V2_INDEX_ONLY=1`, an ablation: the version-2
 #      rows then time only the first pass, whose output is not a decode): how the two passes split.
-# Then Burn's F32 ReLU² block test three times with cubecl's autotune decisions and no persistent cache
+#   B, G  issue 15: the fused backward (dL/dz and with `a`) against the plain one at ρ = 0.5 / 0.176 /
+#      0.05, as it is (B) and with each round's g loaded before its gathers (G,
+#      `decompress.G_FIRST=1`), B G G B.
+# Then (after B, G) Burn's F32 ReLU² block test three times with cubecl's autotune decisions and no persistent cache
 # (the twenty-sixth session's run63.sh): which matmul kernels sit behind its H200 mismatches; then
 # the two-device Burn test; then e4m3, F16 and F32 while the call's time lasts (LIMIT). Call with
 # timeout_s 600.
@@ -24,6 +27,7 @@ LIMIT=530
 .devbin/ps_h --policy unchecked --filter decompress_v2 > $R/stats_h.txt 2>&1
 .devbin/ps_h --policy unchecked --filter TWO_PASS --constants decompress_v2.RANKS=1 > $R/stats_ranks.txt 2>&1
 .devbin/ps_h --policy unchecked --filter index --constants index.RANKS=1 >> $R/stats_ranks.txt 2>&1
+.devbin/ps_h --policy unchecked --filter FUSED_BWD --constants decompress.G_FIRST=1 > $R/stats_gfirst.txt 2>&1
 decoder_ab_env
 D6=BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.1,0.05,0.02,0.01
 D4=BITSPARSE_BENCH_DENSITIES=0.176,0.1,0.05,0.01
@@ -39,7 +43,13 @@ for i in 1 2; do
 done
 bench_run i1 codec_h $X BITSPARSE_BENCH_V2_INDEX_ONLY=1 BITSPARSE_BENCH_DTYPES=bf16 $D6
 bench_run j1 codec_h $X $Y BITSPARSE_BENCH_V2_INDEX_ONLY=1 BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_DENSITIES=0.5,0.176
-if [ $(($(date +%s) - T0)) -lt 400 ]; then
+FB="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.05 BITSPARSE_BENCH_OPS=copy,fused_backward,plain_backward"
+G=BITSPARSE_KERNEL_CONSTANTS=decompress.G_FIRST=1
+bench_run B1 codec_h $FB
+bench_run G1 codec_h $G $FB
+bench_run G2 codec_h $G $FB
+bench_run B2 codec_h $FB
+if [ $(($(date +%s) - T0)) -lt 440 ]; then
   xz -dc .devbin/burntest.xz > /tmp/burntest && chmod +x /tmp/burntest
   for i in 1 2 3; do
     CUBECL_AUTOTUNE_CACHE=0 CUBECL_DEBUG_LOG=/tmp/cubecl-$i.log timeout 40 /tmp/burntest --exact mlp::train_bit_identical_burn_f32_relu2 > $R/burn-f32-relu2-$i.log 2>&1
