@@ -802,6 +802,21 @@ impl Codec {
         )
     }
 
+    /// `cell`'s version-2 kernels, built by `build` on first use with the override constants of `kernel`
+    /// (`Kernels::constants`), which are computed only then, not on every recorded call.
+    fn v2_kernels<'c, T>(
+        &self,
+        cell: &'c OnceLock<T>,
+        kernel: &str,
+        build: impl FnOnce(&[(&'static str, f64)]) -> T,
+    ) -> Result<&'c T> {
+        if let Some(k) = cell.get() {
+            return Ok(k);
+        }
+        let constants = self.inner.kernels.constants(kernel)?;
+        Ok(cell.get_or_init(|| build(&constants)))
+    }
+
     /// The trusted program of a version-2 shader for `dtype`'s element width on this codec's path.
     fn v2_program(&self, file: &'static str, dtype: DType, extra: &[&'static str]) -> crate::dispatch::Program {
         let mut defines: Vec<&str> = match dtype.bits() {
@@ -868,14 +883,13 @@ impl Codec {
                     .into(),
             ));
         }
-        let constants = self.inner.kernels.constants("compress_v2")?;
-        let (header, main) = self.inner.v2_encoder[v2_slot(dtype)].get_or_init(|| {
+        let (header, main) = self.v2_kernels(&self.inner.v2_encoder[v2_slot(dtype)], "compress_v2", |constants| {
             let program = self.v2_program("compress_v2.wgsl", dtype, &[]);
             (
                 program.kernel(&self.inner.device, "header", &[]),
-                program.kernel(&self.inner.device, "compress", &constants),
+                program.kernel(&self.inner.device, "compress", constants),
             )
-        });
+        })?;
         let tail = (n % TILE as u64) as u32;
         let full_tiles = n / TILE as u64;
         let params = CompressV2Params {
@@ -1025,18 +1039,17 @@ impl Codec {
                     .dispatch(self.grid(layout.tiles));
             }
             V2Decoder::Indexed => {
-                let constants = self.inner.kernels.constants("decompress_v2")?;
-                let (index, main) = self.inner.v2_indexed[slot].get_or_init(|| {
+                let (index, main) = self.v2_kernels(&self.inner.v2_indexed[slot], "decompress_v2", |constants| {
                     (
                         self.v2_program("decompress_v2_index.wgsl", layout.dtype, &[])
-                            .kernel(device, "index", &constants),
+                            .kernel(device, "index", constants),
                         self.v2_program("decompress_v2.wgsl", layout.dtype, &["TWO_PASS"]).kernel(
                             device,
                             "decompress_v2",
-                            &constants,
+                            constants,
                         ),
                     )
-                });
+                })?;
                 let tail = self.inner.v2_tail.as_entire_buffer_binding();
                 KernelDispatch::new(device, &mut pass, index)
                     .bind([("stream", stream.binding()), ("dst4", dst4.clone()), ("tail_scr", tail.clone())])

@@ -199,7 +199,8 @@ fn words(b: &[u8]) -> Vec<u32> {
     b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-fn decode_direct(ctx: &GpuContext, codec: &Codec, layout: &LayoutV2, stream: &[u8]) -> Vec<u8> {
+/// `stream` in a storage buffer, padded to whole words, and its padded length.
+fn upload_stream(ctx: &GpuContext, stream: &[u8]) -> (wgpu::Buffer, u64) {
     use wgpu::util::DeviceExt;
     let mut padded = stream.to_vec();
     padded.resize(stream.len().div_ceil(4) * 4, 0);
@@ -208,24 +209,37 @@ fn decode_direct(ctx: &GpuContext, codec: &Codec, layout: &LayoutV2, stream: &[u
         contents: &padded,
         usage: wgpu::BufferUsages::STORAGE,
     });
-    let dense = layout.n * layout.dtype.bytes();
-    // Bytes past the output range must survive: the range ends mid-word for odd 16-bit lengths.
+    (input, padded.len() as u64)
+}
+
+/// Records `record` on (the first `input_len` bytes of `input`, the first `dense` bytes of a fresh
+/// output of `out_bytes` bytes of 0xEE), runs it and returns the whole output.
+fn run_v2(
+    ctx: &GpuContext,
+    input: &wgpu::Buffer,
+    input_len: u64,
+    out_bytes: u64,
+    dense: u64,
+    record: impl FnOnce(&mut wgpu::CommandEncoder, BufferRange<'_>, BufferRange<'_>) -> bitsparse::Result<()>,
+) -> Vec<u8> {
+    use wgpu::util::DeviceExt;
     let output = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some("test.v2.dense"),
-        contents: &vec![0xEEu8; (dense.div_ceil(4) * 4 + 4) as usize],
+        contents: &vec![0xEEu8; out_bytes as usize],
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
     });
     let mut enc = ctx.device.create_command_encoder(&Default::default());
-    codec
-        .decompress_v2(
-            &mut enc,
-            layout,
-            BufferRange::new(&input, 0, padded.len() as u64),
-            BufferRange::new(&output, 0, dense),
-        )
-        .unwrap();
+    record(&mut enc, BufferRange::new(input, 0, input_len), BufferRange::new(&output, 0, dense)).unwrap();
     bitsparse::host::sync::submit(&ctx.queue, [enc.finish()]);
-    let all = bitsparse::host::sync::read_buffer(&ctx.device, &ctx.queue, &output, 0, output.size()).unwrap();
+    bitsparse::host::sync::read_buffer(&ctx.device, &ctx.queue, &output, 0, out_bytes).unwrap()
+}
+
+fn decode_direct(ctx: &GpuContext, codec: &Codec, layout: &LayoutV2, stream: &[u8]) -> Vec<u8> {
+    let (input, len) = upload_stream(ctx, stream);
+    let dense = layout.n * layout.dtype.bytes();
+    // Bytes past the output range must survive: the range ends mid-word for odd 16-bit lengths.
+    let all =
+        run_v2(ctx, &input, len, dense.div_ceil(4) * 4 + 4, dense, |enc, s, o| codec.decompress_v2(enc, layout, s, o));
     assert!(all[dense as usize..].iter().all(|&b| b == 0xEE), "bytes past the output range were written");
     all[..dense as usize].to_vec()
 }
@@ -253,7 +267,6 @@ fn v2_gpu_decode_2d_grid_and_pieces(ctx: GpuContext) {
 /// descriptor, on both codec paths, with mask tiles' masks copied or left in the stream, for ordered
 /// and tile-start directories; every other output word untouched.
 fn v2_gpu_index_pass_matches_cpu_port(ctx: GpuContext) {
-    use wgpu::util::DeviceExt;
     // (codec, mask tiles' masks left in the stream, ranks written)
     let mut codecs = Vec::new();
     for portable in [false, true] {
@@ -280,32 +293,12 @@ fn v2_gpu_index_pass_matches_cpu_port(ctx: GpuContext) {
             for s in [ordered, shuffled] {
                 let want = cpu::v2::index(&s).unwrap();
                 let (layout, _) = LayoutV2::from_header(&words(&s)).unwrap();
-                let mut padded = s.clone();
-                padded.resize(s.len().div_ceil(4) * 4, 0);
-                let input = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("test.v2.index.stream"),
-                    contents: &padded,
-                    usage: wgpu::BufferUsages::STORAGE,
-                });
+                let (input, len) = upload_stream(&ctx, &s);
                 let dense = layout.n * layout.dtype.bytes();
                 for (codec, from_stream, ranks) in &codecs {
-                    let output = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                        label: Some("test.v2.index.out"),
-                        contents: &vec![0xEEu8; dense as usize],
-                        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                    });
-                    let mut enc = ctx.device.create_command_encoder(&Default::default());
-                    codec
-                        .decompress_v2_index_pass(
-                            &mut enc,
-                            &layout,
-                            BufferRange::new(&input, 0, padded.len() as u64),
-                            BufferRange::new(&output, 0, dense),
-                        )
-                        .unwrap();
-                    bitsparse::host::sync::submit(&ctx.queue, [enc.finish()]);
-                    let got =
-                        words(&bitsparse::host::sync::read_buffer(&ctx.device, &ctx.queue, &output, 0, dense).unwrap());
+                    let got = words(&run_v2(&ctx, &input, len, dense, dense, |enc, s, o| {
+                        codec.decompress_v2_index_pass(enc, &layout, s, o)
+                    }));
                     let tile_words = 4096 * dtype.bytes() as usize / 4;
                     for (t, w) in want.iter().enumerate() {
                         let (d, _) = TileDesc::from_word(w.desc);
