@@ -73,3 +73,16 @@ burn_gpt_run() {
   save_results
 }
 
+# burn_autotune_runs N [TIMEOUT]: Burn's F32 ReLU² block test (the test binary in .devbin/burntest.xz,
+# unpacked once into /tmp) N times, each tuning afresh (no persistent autotune cache) with cubecl's log,
+# whose autotune decisions land in $R/autotune-I.txt beside the test's log $R/burn-f32-relu2-I.log.
+burn_autotune_runs() {
+  local n=$1 limit=${2:-120} i
+  [ -x /tmp/burntest ] || { xz -dc .devbin/burntest.xz > /tmp/burntest && chmod +x /tmp/burntest; }
+  for i in $(seq 1 "$n"); do
+    CUBECL_AUTOTUNE_CACHE=0 CUBECL_DEBUG_LOG=/tmp/cubecl-$i.log timeout "$limit" /tmp/burntest --exact mlp::train_bit_identical_burn_f32_relu2 > "$R/burn-f32-relu2-$i.log" 2>&1
+    echo "burn $i rc=$?"
+    grep -E "^Fastest result|^Autotune\[" "/tmp/cubecl-$i.log" > "$R/autotune-$i.txt"
+    save_results
+  done
+}

@@ -50,13 +50,7 @@ bench_run G1 codec_h $G $FB
 bench_run G2 codec_h $G $FB
 bench_run B2 codec_h $FB
 if [ $(($(date +%s) - T0)) -lt 440 ]; then
-  xz -dc .devbin/burntest.xz > /tmp/burntest && chmod +x /tmp/burntest
-  for i in 1 2 3; do
-    CUBECL_AUTOTUNE_CACHE=0 CUBECL_DEBUG_LOG=/tmp/cubecl-$i.log timeout 40 /tmp/burntest --exact mlp::train_bit_identical_burn_f32_relu2 > $R/burn-f32-relu2-$i.log 2>&1
-    echo "burn $i rc=$?"
-    grep -E "^Fastest result|^Autotune\[" /tmp/cubecl-$i.log > $R/autotune-$i.txt
-    save_results
-  done
+  burn_autotune_runs 3 40
   # The two-device test, failed on the H200 in the twenty-sixth session (it asked for the adapter's
   # experimental features; fixed in that session, not yet re-run there).
   timeout 60 /tmp/burntest two_devices > $R/burn-two-devices.log 2>&1
