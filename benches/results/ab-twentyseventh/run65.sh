@@ -1,5 +1,5 @@
 #!/bin/bash
-# run64.sh reordered for a short device budget (twenty-eighth session: five refused starts cost most of
+# run64.sh reordered for a short device budget (twenty-eighth session: thirteen refused starts cost most of
 # it): the decisive A/B first (o x z y, B G), their repeats next, then the ablation, Burn's logged runs
 # and the other dtypes. Same binaries, same settings, same names as run64.sh; LIMIT from the caller
 # (default 420). Call with `carry: [".gl", ".devbin"]` and timeout_s of the budget left.
