@@ -89,9 +89,9 @@ pub fn parse_constants(spec: &str) -> std::result::Result<Vec<ConstantItem<'_>>,
 /// values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
 fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
     let bad = |why: String| {
-        Error::InvalidArgument(format!(
-            "kernel constants: {why} (tunable: compress.SPIN_LIMIT, compress.LOOKBACK_PER_LANE 1..=8, decompress_v2.MASK_FROM_STREAM 0..=1, decompress_v2.RANKS 0..=1, decompress.G_FIRST 0..=1)"
-        ))
+        // The list comes from TUNABLE itself, so a new knob cannot be left out of the message.
+        let tunable: Vec<String> = TUNABLE.iter().map(|(k, n, lo, hi)| format!("{k}.{n} {lo}..={hi}")).collect();
+        Error::InvalidArgument(format!("kernel constants: {why} (tunable: {})", tunable.join(", ")))
     };
     for item in parse_constants(spec).map_err(bad)? {
         let Some(&(_, tn, lo, hi)) = TUNABLE.iter().find(|(tk, tn, _, _)| *tk == item.kernel && *tn == item.name)
@@ -767,6 +767,13 @@ mod tests {
                 "{bad:?} was accepted"
             );
             assert!(c.is_empty(), "{bad:?} changed the constants");
+        }
+        // The error names every tunable constant with its range.
+        let Err(Error::InvalidArgument(msg)) = apply_tuning("compress.COMPACT=1", "compress", &mut Vec::new()) else {
+            panic!("accepted")
+        };
+        for (k, n, lo, hi) in TUNABLE {
+            assert!(msg.contains(&format!("{k}.{n} {lo}..={hi}")), "{msg} lacks {k}.{n}");
         }
     }
 }
