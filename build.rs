@@ -6,7 +6,8 @@
 //! It also reflects each variant's interface into the generated table (`OUT_DIR/shader_table.rs`, types in
 //! `src/shaders/reflect.rs`), in the manner of vello_shaders' build script: the resources a variant declares
 //! (name, group, binding, storage/uniform, read/read_write), each entry point's workgroup size and the
-//! resources it uses, and the layout of every uniform struct (member names, offsets, sizes, total size). The
+//! resources it uses, the override constants the variant declares, and the layout of every uniform struct
+//! (member names, offsets, sizes, total size). The
 //! bind-group layouts and bind groups of `bitsparse::dispatch` are built from that table, so binding numbers
 //! appear once, in the WGSL; the `shader_params!` structs are checked against it at compile time. naga stays
 //! a build-dependency: the library reads only the generated constants.
@@ -166,7 +167,13 @@ fn reflect(module: &naga::Module, info: &naga::valid::ModuleInfo) -> Result<Refl
         }
         text.push_str("            ] },\n");
     }
-    text.push_str("        ],\n    }");
+    text.push_str("        ],\n        overrides: &[");
+    // The override constants this variant declares (a `#if` may remove one): a pipeline may set only these
+    // (naga's `PipelineConstantError::NotFound` otherwise).
+    for (_, o) in module.overrides.iter() {
+        write!(text, "{:?}, ", o.name.as_deref().ok_or("an override without a name")?).unwrap();
+    }
+    text.push_str("],\n    }");
     Ok(Reflected { interface: text, uniforms })
 }
 

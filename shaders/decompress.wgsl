@@ -79,12 +79,6 @@ fn val_limit() -> u32 { return arrayLength(&vals_in) - 1u; }
 @group(0) @binding(9) var<storage, read_write> a4: array<vec4<u32>>;
 @group(0) @binding(10) var<storage, read_write> a_tail: array<u32>;
 
-// 1: the fused backward loads each round's g before the round's gathers instead of after its deposit
-// (`decompress.G_FIRST` in `CodecConfig::kernel_constants`, an A/B: whether the driver already issues it
-// that early). Loading every round's g at the start held 16 more registers and was far slower
-// (docs/PERFORMANCE.md, "Fused backward with g loaded at the kernel's start").
-override G_FIRST: u32 = 0u;
-
 fn load_g(tile: u32, q: u32) -> vec4<u32> {
     if tile < p.full_tiles {
         return g4[tile * VECS_PER_TILE + q];
@@ -364,10 +358,13 @@ fn decompress(
     for (var r = 0u; r < ROUNDS; r++) {
         let q = r * WG + li;
 #if FUSED_BWD
-        var g = vec4<u32>(0u);
-        if G_FIRST != 0u {
-            g = load_g(tile, q);
-        }
+        // Each round's g is loaded before its gathers, so its DRAM latency overlaps theirs (after the
+        // deposit, the round waited for the gathers, then for g). On an H100 (201M BF16, one call, two
+        // runs each, 32 registers either way): dL/dz only 0.3512 -> 0.3341 ms at ρ = 0.176 (-4.8 %),
+        // -3.3 % at 0.05, -2.7 % at 0.5; with `a` -0.4 to -1.0 % (docs/PERFORMANCE.md, twenty-ninth
+        // session). Every round's g loaded at the kernel's start held 16 more registers and was far
+        // slower (tenth session).
+        let g = load_g(tile, q);
 #endif
 #if BITS32
         let mr = mrot & ROUND_BITS_MASK;
@@ -390,9 +387,6 @@ fn decompress(
         v = fp8_lut_vec(v);
 #endif
 #if FUSED_BWD
-        if G_FIRST == 0u {
-            g = load_g(tile, q);
-        }
         if p.write_a != 0u {
             let a = act_vec(v, p.act);
             if tile < p.full_tiles {

@@ -20,23 +20,27 @@
 // 32 per chunk of upper bits and 2 passes of 128 chunks), so nothing assumes forward progress. One
 // module per element width (`BITS8`, `BITS32`, else 16 bits); the mantissa width comes from the
 // uniform. The host validates the stream first.
-//
-// `TWO_PASS` (`V2Decoder::Indexed`): the second pass after decompress_v2_index.wgsl, which left each
-// tile's mask, start and descriptor (and, with `RANKS`, each mask word's rank) in the tile's last-round
-// output words; the tile's header is then read from there instead of found and decoded here.
 
-#include "lib/v2_params.wgsl"
+struct Params {
+    tiles: u32,        // tiles of this dispatch
+    last_len: u32,     // elements of its last tile (1 ..= 4096)
+    full_tiles: u32,   // tiles written through `dst4` (all but a partial last one)
+    mbits: u32,        // mantissa width of the dtype
+    sign_pack: u32,    // 1: values stored without their sign bit
+    tile_starts: u32,  // 1: the directory holds one start word per tile, else one base per 16 tiles
+    desc_idx: u32,     // index in `stream` of descriptor 0
+    dir_idx: u32,      // index in `stream` of the directory
+    data_idx: u32,     // index in `stream` of the data section
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
 
 @group(0) @binding(0) var<storage, read> stream: array<u32>;
 // The full tiles' output, a vec4 per thread and round (coalesced), and the partial last tile's words.
 @group(0) @binding(1) var<storage, read_write> dst4: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> dst_tail: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
-#if TWO_PASS
-// The partial last tile's first-pass results (`decompress_v2_index.wgsl`): its output may be shorter
-// than the 260 words they take.
-@group(0) @binding(4) var<storage, read_write> tail_scr: array<vec4<u32>>;
-#endif
 
 #include "lib/elem.wgsl"
 #include "lib/v2.wgsl"
@@ -44,50 +48,16 @@
 var<workgroup> wg_mask: array<atomic<u32>, 128>;
 #if !SUBGROUP
 var<workgroup> wg_scan: array<u32, 128>;
-#endif
-#if TWO_PASS
-// The tile's (data start, values bit, descriptor) from the first pass.
-var<workgroup> wg_info3: vec4<u32>;
-// 1: mask tiles' masks are read from the stream, not from the first pass's copy
-// (decompress_v2_index.wgsl; ignored with RANKS).
-override MASK_FROM_STREAM: u32 = 0u;
-// 1: the first pass also left each mask word's rank, and every round reads its mask word and rank
-// from there: no scan, no workgroup memory, one barrier before the last round (whose output words
-// hold them). An A/B (`decompress_v2.RANKS`).
-override RANKS: u32 = 0u;
-// Where a full tile's first-pass words lie in its output: the last round's vec4s, which no round
-// before the last writes (mask words 0..128, ranks 128..256, then (data start, values bit, descriptor)).
-const SCR_V: u32 = (ROUNDS - 1u) * WG;
-
-// Vec4 `i` of tile `tile`'s first-pass words.
-fn scr4(tile: u32, i: u32) -> vec4<u32> {
-    if tile < p.full_tiles {
-        return dst4[tile * VECS_PER_TILE + SCR_V + i];
-    }
-    return tail_scr[i];
-}
-
-// Word `w` of tile `tile`'s first-pass words.
-fn scr_word(tile: u32, w: u32) -> u32 {
-    return scr4(tile, w >> 2u)[w & 3u];
-}
-#else
-#if !SUBGROUP
 var<workgroup> wg_part: array<u32, 17>;
 #endif
 var<workgroup> wg_info: vec2<u32>;
-#endif
 var<private> base: u32;
 
-#include "lib/v2_tile.wgsl"
-
-#if !TWO_PASS
 // A positions tile's low parts (k · L <= len / 2 bits: at most 64 words), and a word past them, read
 // with the upper words (one memory latency for both) instead of one by one from memory. Measured on the
 // H200 (201M BF16, same binary): 0.361 -> 0.354 ms at ρ = 0.176, 0.332 -> 0.325 at 0.05, 0.297 -> 0.290
 // at 0.01; e4m3 0.246 -> 0.237 at 0.176 (docs/PERFORMANCE.md, seventeenth session).
 var<workgroup> wg_low: array<u32, 65>;
-#endif
 
 // A positions tile's ranks: for each mask word, the rank of its first one (the number of ones before the
 // word), set by the ones themselves while they build the mask (an atomicMin, as threads at a chunk's
@@ -105,14 +75,54 @@ var<workgroup> wg_low: array<u32, 65>;
 // (docs/PERFORMANCE.md, twenty-sixth session).
 var<workgroup> wg_first: array<atomic<u32>, 128>;
 
-#if !TWO_PASS
 // `width` (0 ..= 12) bits of the staged low parts at bit `bit`.
 fn low_part(bit: u32, width: u32) -> u32 {
     let i = min(bit >> 5u, 63u);
     let o = bit & 31u;
     return ((wg_low[i] >> o) | ((wg_low[i + 1u] << 1u) << (31u - o))) & ((1u << width) - 1u);
 }
-#endif
+
+// Word `i` of the tile's data. (Staging the tile's data in workgroup memory first, 9 KB a workgroup,
+// made the kernel 1.6× slower on the H200: occupancy; docs/PERFORMANCE.md.)
+fn data_word(i: u32) -> u32 {
+    return stream[base + i];
+}
+
+// `width` (0 ..= 32) bits of the tile's data starting at bit `bit`.
+fn read_bits(bit: u32, width: u32) -> u32 {
+    let i = bit >> 5u;
+    let o = bit & 31u;
+    // Both words loaded, no branch (the second may lie past the tile's data: then it is shifted out;
+    // clamped to the binding); `(w << 1) << (31 - o)` is `w << (32 - o)` and 0 for o = 0.
+    let v = (data_word(i) >> o) | ((stream[min(base + i + 1u, arrayLength(&stream) - 1u)] << 1u) << (31u - o));
+    return select(v & ((1u << width) - 1u), v, width >= 32u);
+}
+
+fn value_width(d: u32) -> u32 {
+    let eb = (d >> 2u) & 15u;
+    if eb == PLAIN {
+        return BITS - p.sign_pack;
+    }
+    return (1u - p.sign_pack) + eb + p.mbits;
+}
+
+// Words of a tile's data (format::v2::TileDesc::words).
+fn tile_words(d: u32, len: u32) -> u32 {
+    let enc = d & 3u;
+    let k = (d >> 14u) & 0x1fffu;
+    let v = k * value_width(d);
+    if enc == 0u {
+        return (len + 31u) / 32u + (v + 31u) / 32u;
+    }
+    if enc == 1u {
+        let l = low_bits(k, len);
+        return (k * l + k + ((len - 1u) >> l) + 1u + v + 31u) / 32u;
+    }
+    if enc == 2u {
+        return 0u;
+    }
+    return (v + 31u) / 32u;
+}
 
 // How a tile's codes decode, for every code alike (FORMAT.md §14.4), on all element lanes of a word at
 // once (SWAR): element = ((code & low) + add) | ((code << sign_shift) & sign), with `low`, `add` and
@@ -284,46 +294,6 @@ fn decompress_v2(
         return;
     }
     let len = select(TILE, p.last_len, tile + 1u == p.tiles);
-#if TWO_PASS
-    // The first pass (decompress_v2_index.wgsl) left the tile's mask, its ranks (RANKS) and (data
-    // start, values bit, descriptor) in its last round's output words (a partial last tile's in
-    // `tail_scr`).
-    var values: u32;
-    var d: u32;
-    // With RANKS, the last round's mask word and rank, read before the barrier that precedes that round.
-    var last = vec2<u32>(0u);
-    if RANKS == 0u {
-        // Every thread reads its mask word, and thread 0 the tile's start, before the barriers of the scan
-        // and the uniform load below (each value used before them), and the tile's output is written only
-        // after them, by this workgroup alone.
-        var mw = scr_word(tile, lid);
-        if lid == 0u {
-            wg_info3 = scr4(tile, 64u);
-        }
-        if MASK_FROM_STREAM != 0u {
-            // Every thread reads the tile's start itself (the same 16 bytes), then a mask tile's word.
-            let own = scr4(tile, 64u);
-            if (own.z & 3u) == 0u && lid * 32u < len {
-                mw = stream[p.data_idx + own.x + lid];
-            }
-        }
-        let s = scan_excl(countOneBits(mw), lid);
-        atomicStore(&wg_mask[lid], mw);
-        atomicStore(&wg_first[lid], s.x);
-        let info = workgroupUniformLoad(&wg_info3);
-        base = p.data_idx + info.x;
-        values = info.y;
-        d = info.z;
-    } else {
-        let info = scr4(tile, 64u);
-        base = p.data_idx + info.x;
-        values = info.y;
-        d = info.z;
-        let w = ((ROUNDS - 1u) * WG + lid) * EPV >> 5u;
-        last = vec2<u32>(scr_word(tile, w), scr_word(tile, 128u + w));
-    }
-    let enc = d & 3u;
-#else
     // Where the tile's data starts: its own start word, or its group's base plus the words of the
     // tiles before it in the group (all full tiles: only the stream's last tile is partial). Every word
     // this needs is loaded at once, so finding the tile costs one memory latency, not a chain of them.
@@ -450,8 +420,6 @@ fn decompress_v2(
         workgroupBarrier();
     }
 
-#endif
-
     // The output, in version 1's structure (shaders/decompress.wgsl): thread `lid` owns vec4
     // `r * WG + lid` of the tile in round r (EPV elements inside one mask word); its stream words, two
     // per output word, clamped to the binding, are loaded in the round that decodes them. Loading every
@@ -470,13 +438,6 @@ fn decompress_v2(
     let reach = (values >> 5u) + TILE * code.width / 32u + 2u;
     let in_binding = lim >= reach && base <= lim - reach;
     for (var r = 0u; r < ROUNDS; r++) {
-#if TWO_PASS
-        if RANKS != 0u && r + 1u == ROUNDS {
-            // Every thread's reads of the first pass's words are ordered before the last round's stores
-            // over them.
-            storageBarrier();
-        }
-#endif
         let e0 = (r * WG + lid) * EPV;
         var bits = 0u;
         var first = e0; // the rank of the vec's first code (the element index itself in a raw tile)
@@ -484,23 +445,9 @@ fn decompress_v2(
             bits = ROUND_BITS_MASK;
             let sh = e0 & 31u;
             if enc != 3u {
-#if TWO_PASS
-                var mr: vec2<u32>;
-                if RANKS == 0u {
-                    mr = vec2<u32>(atomicLoad(&wg_mask[e0 >> 5u]), atomicLoad(&wg_first[e0 >> 5u]));
-                } else if r + 1u == ROUNDS {
-                    mr = last;
-                } else {
-                    mr = vec2<u32>(scr_word(tile, e0 >> 5u), scr_word(tile, 128u + (e0 >> 5u)));
-                }
-                let mx = mr.x;
-                bits = (mx >> sh) & ROUND_BITS_MASK;
-                first = mr.y + countOneBits(mx & ((1u << sh) - 1u));
-#else
                 let mx = atomicLoad(&wg_mask[e0 >> 5u]);
                 bits = (mx >> sh) & ROUND_BITS_MASK;
                 first = atomicLoad(&wg_first[e0 >> 5u]) + countOneBits(mx & ((1u << sh) - 1u));
-#endif
             }
             if e0 + EPV > len {
                 bits &= (1u << (len - e0)) - 1u;

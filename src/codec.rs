@@ -70,34 +70,6 @@ pub struct CodecConfig {
     /// Build the codec kernels with wgpu's runtime bounds checks (a debugging aid; the default builds
     /// them as trusted modules, see `dispatch::Program::new`).
     pub checked_shaders: bool,
-    /// How [`Codec::decompress_v2`] decodes; `None`: [`V2Decoder::OnePass`].
-    pub v2_decoder: Option<V2Decoder>,
-}
-
-/// How the version-2 decoder ([`Codec::decompress_v2`]) is divided into kernels.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub enum V2Decoder {
-    /// One kernel: each tile's workgroup finds its data, decodes its positions and writes its output
-    /// (`shaders/decompress_v2.wgsl`).
-    #[default]
-    OnePass,
-    /// Two kernels: the first (`shaders/decompress_v2_index.wgsl`, four tiles a workgroup) writes each
-    /// tile's start and 128-word mask into the tile's own output (words its last round writes); the
-    /// second reads them back and decodes as version 1 does, with no directory sum or positions decode
-    /// in its chain. No scratch memory beyond 1,040 bytes for a partial last tile. Not yet timed on the
-    /// H200.
-    Indexed,
-}
-
-impl V2Decoder {
-    /// Parses `one-pass` or `indexed`.
-    pub fn parse(s: &str) -> Result<V2Decoder> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "one-pass" | "onepass" => Ok(V2Decoder::OnePass),
-            "indexed" | "two-pass" => Ok(V2Decoder::Indexed),
-            other => Err(Error::InvalidArgument(format!("version-2 decoder `{other}`: expected one-pass or indexed"))),
-        }
-    }
 }
 
 /// Where the value streams of a compressed tensor lie inside its values section.
@@ -171,8 +143,8 @@ crate::shader_params! {
 }
 
 crate::shader_params! {
-    /// The uniform of the version-2 decoder's kernels (`lib/v2_params.wgsl`).
-    struct DecompressV2Params: "decompress_v2.wgsl", "decompress_v2_index.wgsl" Params {
+    /// The uniform of `decompress_v2.wgsl`.
+    struct DecompressV2Params: "decompress_v2.wgsl" Params {
         tiles: u32,
         last_len: u32,
         full_tiles: u32,
@@ -257,13 +229,6 @@ struct Inner {
     dummy_rw3: wgpu::Buffer,
     /// `shaders/decompress_v2.wgsl` for 8-, 16- and 32-bit elements, each built on first use.
     v2_decoder: [OnceLock<crate::dispatch::Kernel>; 3],
-    /// [`V2Decoder::Indexed`]'s two kernels (`decompress_v2_index.wgsl`, `decompress_v2.wgsl` with
-    /// `TWO_PASS`) for 8-, 16- and 32-bit elements, built on first use.
-    v2_indexed: [OnceLock<(crate::dispatch::Kernel, crate::dispatch::Kernel)>; 3],
-    /// Which version-2 decoder runs.
-    v2_mode: V2Decoder,
-    /// [`V2Decoder::Indexed`]'s first-pass results for a partial last tile (260 words).
-    v2_tail: wgpu::Buffer,
     /// `shaders/compress_v2.wgsl` (`header`, `compress`) for 8-, 16- and 32-bit elements, built on first use.
     v2_encoder: [OnceLock<(crate::dispatch::Kernel, crate::dispatch::Kernel)>; 3],
 }
@@ -323,12 +288,6 @@ impl Codec {
         let dummy_rw = dummy("bitsparse.dummy_rw", wgpu::BufferUsages::STORAGE);
         let dummy_rw2 = dummy("bitsparse.dummy_rw2", wgpu::BufferUsages::STORAGE);
         let dummy_rw3 = dummy("bitsparse.dummy_rw3", wgpu::BufferUsages::STORAGE);
-        let v2_tail = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("bitsparse.v2_tail"),
-            size: 65 * 16,
-            usage: wgpu::BufferUsages::STORAGE,
-            mapped_at_creation: false,
-        });
         Ok(Codec {
             inner: Arc::new(Inner {
                 device: device.clone(),
@@ -342,9 +301,6 @@ impl Codec {
                 dummy_rw2,
                 dummy_rw3,
                 v2_decoder: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
-                v2_indexed: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
-                v2_mode: config.v2_decoder.unwrap_or_default(),
-                v2_tail,
                 v2_encoder: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
             }),
         })
@@ -818,13 +774,12 @@ impl Codec {
     }
 
     /// The trusted program of a version-2 shader for `dtype`'s element width on this codec's path.
-    fn v2_program(&self, file: &'static str, dtype: DType, extra: &[&'static str]) -> crate::dispatch::Program {
+    fn v2_program(&self, file: &'static str, dtype: DType) -> crate::dispatch::Program {
         let mut defines: Vec<&str> = match dtype.bits() {
             8 => vec!["BITS8"],
             32 => vec!["BITS32"],
             _ => vec![],
         };
-        defines.extend_from_slice(extra);
         if self.path() == CodecPath::Subgroup {
             defines.push("SUBGROUP");
         }
@@ -884,7 +839,7 @@ impl Codec {
             ));
         }
         let (header, main) = self.v2_kernels(&self.inner.v2_encoder[v2_slot(dtype)], "compress_v2", |constants| {
-            let program = self.v2_program("compress_v2.wgsl", dtype, &[]);
+            let program = self.v2_program("compress_v2.wgsl", dtype);
             (
                 program.kernel(&self.inner.device, "header", &[]),
                 program.kernel(&self.inner.device, "compress", constants),
@@ -931,44 +886,13 @@ impl Codec {
     /// The kernel trusts the stream's directory and descriptors: validate a stream from outside first
     /// (`cpu::validate_any`, as [`crate::host::decompress_to_vec`] does). The stream and the output must
     /// each fit one storage binding (`Error::Unsupported` otherwise; the host helper splits larger
-    /// streams into pieces of whole tile groups) and lie in different buffers. The kernels are
-    /// [`CodecConfig::v2_decoder`]'s ([`V2Decoder`]); the two-pass one uses the output's own words
-    /// between its passes.
+    /// streams into pieces of whole tile groups) and lie in different buffers.
     pub fn decompress_v2(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         layout: &format::v2::LayoutV2,
         stream: BufferRange<'_>,
         output: BufferRange<'_>,
-    ) -> Result<()> {
-        self.record_v2_decode(encoder, layout, stream, output, false)
-    }
-
-    /// Records only the first pass of [`V2Decoder::Indexed`] (whatever this codec's decoder): each full
-    /// tile's 260 words (`cpu::v2::TileIndex::words`; the ranks only with `decompress_v2.RANKS`) from the
-    /// start of its last 512 output words, the rest of `output` untouched; a partial last tile's go to
-    /// the codec's own buffer. Not a decode: what the GPU tests compare with `cpu::v2::index`, the pass's
-    /// CPU port, and what the bench's `BITSPARSE_BENCH_V2_INDEX_ONLY` ablation times. Checks as
-    /// [`Codec::decompress_v2`].
-    #[doc(hidden)]
-    pub fn decompress_v2_index_pass(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        layout: &format::v2::LayoutV2,
-        stream: BufferRange<'_>,
-        output: BufferRange<'_>,
-    ) -> Result<()> {
-        self.record_v2_decode(encoder, layout, stream, output, true)
-    }
-
-    /// [`Codec::decompress_v2`]; `index_only`: [`Codec::decompress_v2_index_pass`].
-    fn record_v2_decode(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        layout: &format::v2::LayoutV2,
-        stream: BufferRange<'_>,
-        output: BufferRange<'_>,
-        index_only: bool,
     ) -> Result<()> {
         self.check_range("compressed stream", &stream)?;
         self.check_range("output", &output)?;
@@ -1021,49 +945,17 @@ impl Codec {
         };
         let (dst4, dst_tail) =
             self.dense_windows(&output, &chunk, layout.dtype.bytes(), &self.inner.dummy_rw.as_entire_buffer_binding());
-        let slot = v2_slot(layout.dtype);
-        let device = &self.inner.device;
-        // Trusted (no injected bounds checks or loop counters): every workgroup index is bounded by the
-        // tile geometry or clamped, every loop by it too, and storage accesses are covered by robust
-        // buffer access. Measured on the H200: docs/PERFORMANCE.md ("Format version 2").
+        let kernel = self.inner.v2_decoder[v2_slot(layout.dtype)].get_or_init(|| {
+            // Trusted (no injected bounds checks or loop counters): every workgroup index is bounded by
+            // the tile geometry or clamped, every loop by it too, and storage accesses are covered by
+            // robust buffer access. Measured on the H200: docs/PERFORMANCE.md ("Format version 2").
+            self.v2_program("decompress_v2.wgsl", layout.dtype).kernel(&self.inner.device, "decompress_v2", &[])
+        });
         let mut pass = begin_pass(encoder, "bitsparse.decompress_v2");
-        let mode = if index_only { V2Decoder::Indexed } else { self.inner.v2_mode };
-        match mode {
-            V2Decoder::OnePass => {
-                let kernel = self.inner.v2_decoder[slot].get_or_init(|| {
-                    self.v2_program("decompress_v2.wgsl", layout.dtype, &[]).kernel(device, "decompress_v2", &[])
-                });
-                KernelDispatch::new(device, &mut pass, kernel)
-                    .bind([("stream", stream.binding()), ("dst4", dst4), ("dst_tail", dst_tail)])
-                    .params(&params)
-                    .dispatch(self.grid(layout.tiles));
-            }
-            V2Decoder::Indexed => {
-                let (index, main) = self.v2_kernels(&self.inner.v2_indexed[slot], "decompress_v2", |constants| {
-                    (
-                        self.v2_program("decompress_v2_index.wgsl", layout.dtype, &[])
-                            .kernel(device, "index", constants),
-                        self.v2_program("decompress_v2.wgsl", layout.dtype, &["TWO_PASS"]).kernel(
-                            device,
-                            "decompress_v2",
-                            constants,
-                        ),
-                    )
-                })?;
-                let tail = self.inner.v2_tail.as_entire_buffer_binding();
-                KernelDispatch::new(device, &mut pass, index)
-                    .bind([("stream", stream.binding()), ("dst4", dst4.clone()), ("tail_scr", tail.clone())])
-                    .params(&params)
-                    .dispatch(self.grid(layout.tiles.div_ceil(4)));
-                if index_only {
-                    return Ok(());
-                }
-                KernelDispatch::new(device, &mut pass, main)
-                    .bind([("stream", stream.binding()), ("dst4", dst4), ("dst_tail", dst_tail), ("tail_scr", tail)])
-                    .params(&params)
-                    .dispatch(self.grid(layout.tiles));
-            }
-        }
+        KernelDispatch::new(&self.inner.device, &mut pass, kernel)
+            .bind([("stream", stream.binding()), ("dst4", dst4), ("dst_tail", dst_tail)])
+            .params(&params)
+            .dispatch(self.grid(layout.tiles));
         Ok(())
     }
 

@@ -64,8 +64,6 @@ pub enum Variant {
     Chunked,
     /// A workgroups-per-dimension limit lowered to 5, so a small tensor takes the 2-D dispatch path.
     Dispatch2d,
-    /// The two-pass version-2 decoder (`V2Decoder::Indexed`, opt-in) for the version-2 decode.
-    IndexedV2,
 }
 
 /// The data of a case.
@@ -114,7 +112,6 @@ impl Case {
             Variant::Default => "",
             Variant::Chunked => " chunked",
             Variant::Dispatch2d => " dispatch-2d",
-            Variant::IndexedV2 => " indexed-v2",
         };
         format!(
             "{}{variant} {} {} {data}",
@@ -203,10 +200,6 @@ pub fn cases(paths: &[CodecPath], options: &SuiteOptions, max_binding: u64) -> V
                 }
                 v.push(mk(Variant::Chunked, Data::Bits { n: 17 * 4096 + 1001, density: 0.3, seed: 7 }));
                 v.push(mk(Variant::Dispatch2d, Data::Bits { n: 23 * 4096 + 3, density: 0.176, seed: 8 }));
-                // Positions tiles, then mask tiles, and a partial last tile.
-                for (i, density) in [0.02, 0.5].into_iter().enumerate() {
-                    v.push(mk(Variant::IndexedV2, Data::Bits { n: 9 * 4096 + 1000, density, seed: 11 + i as u64 }));
-                }
             }
         }
         if options.full {
@@ -355,7 +348,6 @@ fn codec_for(device: &wgpu::Device, path: CodecPath, variant: Variant) -> crate:
         Variant::Default => {}
         Variant::Chunked => cfg.max_binding_bytes = Some(3 * 8192 + 512),
         Variant::Dispatch2d => cfg.max_workgroups_per_dim = Some(5),
-        Variant::IndexedV2 => cfg.v2_decoder = Some(crate::V2Decoder::Indexed),
     }
     let codec = Codec::with_config(device, cfg)?;
     if codec.path() != path {
@@ -482,7 +474,6 @@ mod tests {
                     assert_eq!(of(&|k| k.data == Data::AllPatterns), 1);
                     assert_eq!(of(&|k| k.variant == Variant::Chunked), 1);
                     assert_eq!(of(&|k| k.variant == Variant::Dispatch2d), 1);
-                    assert_eq!(of(&|k| k.variant == Variant::IndexedV2), 2);
                     assert_eq!(of(&|k| k.data == Data::SignBitError), sign_pack as usize);
                 }
             }

@@ -81,19 +81,23 @@ impl Program {
         Program { file, label, interface, module, layout, pipeline_layout }
     }
 
-    /// The pipeline of entry point `entry` with override `constants`. Panics if the variant has no such
-    /// entry point.
+    /// The pipeline of entry point `entry` with override `constants`: those of the constants the variant
+    /// declares (the reflected [`Interface::overrides`]; a `#if` that removes the code using an override
+    /// removes its declaration too, and wgpu refuses a constant its module lacks). Panics if the variant has
+    /// no such entry point.
     pub fn kernel(&self, device: &wgpu::Device, entry: &str, constants: &[(&str, f64)]) -> Kernel {
         let ep =
             self.interface.entry_point(entry).unwrap_or_else(|| panic!("{} has no entry point {entry}", self.label));
         let label = format!("{}:{entry}", self.label);
+        let constants: Vec<(&str, f64)> =
+            constants.iter().copied().filter(|(n, _)| self.interface.declares_override(n)).collect();
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(&label),
             layout: Some(&self.pipeline_layout),
             module: &self.module,
             entry_point: Some(entry),
             compilation_options: wgpu::PipelineCompilationOptions {
-                constants,
+                constants: &constants,
                 // Every workgroup variable is written before it is read; wgpu's zeroing would cost time.
                 zero_initialize_workgroup_memory: false,
             },

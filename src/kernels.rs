@@ -43,18 +43,8 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-/// `decompress_v2.MASK_FROM_STREAM` (`V2Decoder::Indexed` only): 1 reads mask tiles' masks from the
-/// stream in the second pass instead of copying them in the index pass (an A/B, measured once).
-/// `decompress_v2.RANKS` (the same): 1 has the index pass write each mask word's rank too, so the
-/// second pass needs no scan and no workgroup memory (masks are then always copied).
-/// `decompress.G_FIRST` (0 or 1): the fused backward loads each round's g before its gathers (an A/B).
-const TUNABLE: [(&str, &str, f64, f64); 5] = [
-    ("compress", "SPIN_LIMIT", 1.0, 1e9),
-    ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
-    ("decompress_v2", "MASK_FROM_STREAM", 0.0, 1.0),
-    ("decompress_v2", "RANKS", 0.0, 1.0),
-    ("decompress", "G_FIRST", 0.0, 1.0),
-];
+const TUNABLE: [(&str, &str, f64, f64); 2] =
+    [("compress", "SPIN_LIMIT", 1.0, 1e9), ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0)];
 
 /// One item of a kernel-constants spec (`kernel.NAME=value`).
 #[derive(Clone, Debug, PartialEq)]
@@ -585,19 +575,18 @@ impl Kernels {
         Ok(b)
     }
 
-    /// The override constants of `kernel` ("compress", "decompress", "compress_v2", the version-2
-    /// writer, which scans with lib/tile.wgsl too, or "decompress_v2", the two-pass version-2 decoder,
-    /// which does not): the spin limit and look-back window of compress, `SCAN_SLOTS` (lib/tile.wgsl) on
-    /// the subgroup path (one slot per subgroup of the smallest size the
-    /// adapter reports, so the workgroup array is no larger than needed: its default is 32 slots, 512 B,
-    /// where the H200 needs 4), then the tuning spec.
+    /// The override constants of `kernel` ("compress", "decompress" or "compress_v2", the version-2
+    /// writer, which scans with lib/tile.wgsl too): the spin limit and look-back window of compress, `SCAN_SLOTS` (lib/tile.wgsl) on
+    /// the subgroup path (one slot per subgroup of the smallest size the adapter reports, so the
+    /// workgroup array is no larger than needed: its default is 32 slots, 512 B, where the H200 needs
+    /// 4), then the tuning spec. A pipeline takes those its variant declares (`Program::kernel`).
     pub(crate) fn constants(&self, kernel: &str) -> Result<Vec<(&'static str, f64)>> {
         let mut c = Vec::new();
         if kernel == "compress" {
             c.push(("SPIN_LIMIT", self.spin_limit as f64));
             c.push(("LOOKBACK_PER_LANE", LOOKBACK_PER_LANE as f64));
         }
-        if self.path == CodecPath::Subgroup && kernel != "decompress_v2" {
+        if self.path == CodecPath::Subgroup {
             let min = self.device.adapter_info().subgroup_min_size.clamp(4, 128);
             c.push(("SCAN_SLOTS", (128 / min) as f64));
         }
@@ -612,11 +601,8 @@ impl Kernels {
     fn build(&self, v: Variant) -> Result<Built> {
         let device = &self.device;
         let (file, entry) = v.shader();
-        let mut consts = self.constants(entry)?;
-        // G_FIRST exists only where the fused backward uses it (naga drops unused overrides).
-        if v.fusion != Fusion::Backward {
-            consts.retain(|(n, _)| *n != "G_FIRST");
-        }
+        // `Program::kernel` passes only the constants the variant declares.
+        let consts = self.constants(entry)?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let program = Program::new(device, file, &v.defines(self.path), self.trust);
         let main = program.kernel(device, entry, &consts);
@@ -775,5 +761,40 @@ mod tests {
         for (k, n, lo, hi) in TUNABLE {
             assert!(msg.contains(&format!("{k}.{n} {lo}..={hi}")), "{msg} lacks {k}.{n}");
         }
+    }
+
+    /// `Program::kernel` passes a pipeline only the constants its variant declares, so a constant no
+    /// variant declares (a renamed override) would be dropped everywhere without a word: every constant
+    /// the library sets and every tunable knob must be declared by some variant of its kernel's files.
+    #[test]
+    fn every_constant_set_is_declared_by_a_variant() {
+        use crate::shaders::{INTERFACES, VARIANTS};
+        let files = |kernel: &str| -> &[&str] {
+            match kernel {
+                "compress" => &["compress.wgsl"],
+                "decompress" => &["decompress.wgsl"],
+                "compress_v2" => &["compress_v2.wgsl"],
+                other => panic!("no files for kernel {other}"),
+            }
+        };
+        let library = [
+            ("compress", "SPIN_LIMIT"),
+            ("compress", "LOOKBACK_PER_LANE"),
+            ("compress", "SCAN_SLOTS"),
+            ("decompress", "SCAN_SLOTS"),
+            ("compress_v2", "SCAN_SLOTS"),
+        ];
+        let knobs = TUNABLE.iter().map(|&(k, n, _, _)| (k, n));
+        for (kernel, name) in library.into_iter().chain(knobs) {
+            let declared = VARIANTS
+                .iter()
+                .filter(|v| files(kernel).contains(&v.file))
+                .any(|v| v.by_mask.iter().any(|&i| INTERFACES[i as usize].declares_override(name)));
+            assert!(declared, "{kernel}.{name} is set but no variant of {:?} declares it", files(kernel));
+        }
+        // And the table follows the defines: SCAN_SLOTS only where the subgroup scan is compiled in.
+        let sub = crate::shaders::interface("decompress.wgsl", &["SUBGROUP"]).unwrap();
+        let portable = crate::shaders::interface("decompress.wgsl", &[]).unwrap();
+        assert!(sub.declares_override("SCAN_SLOTS") && !portable.declares_override("SCAN_SLOTS"));
     }
 }

@@ -28,7 +28,7 @@ mod codec;
 mod overlap;
 
 pub use activation::Activation;
-pub use codec::{BufferRange, Codec, CodecConfig, CodecPath, Compressed, Placement, Staging, V2Decoder};
+pub use codec::{BufferRange, Codec, CodecConfig, CodecPath, Compressed, Placement, Staging};
 pub use error::{Error, Result};
 pub use format::{DType, FormatVersion, Layout, Options, StreamInfo};
 pub use kernels::TileOrder;

@@ -194,11 +194,6 @@ fn jobs(spin_limit: u32) -> Vec<Job> {
                 defines: d.clone(),
                 constants: vec![],
             });
-            // `V2Decoder::Indexed`: the index pass and the second pass.
-            jobs.push(Job { file: "decompress_v2_index.wgsl", entry: "index", defines: d.clone(), constants: vec![] });
-            let mut two = d.clone();
-            two.push("TWO_PASS");
-            jobs.push(Job { file: "decompress_v2.wgsl", entry: "decompress_v2", defines: two, constants: vec![] });
             let stagings: &[bool] = if defines.contains(&"BITS32") { &[false] } else { &[false, true] };
             for &stage16 in stagings {
                 let mut d = d.clone();

@@ -36,8 +36,6 @@ pub struct BatchCtx<'a> {
     pub input: &'a wgpu::Buffer,
     /// Check results after timing.
     pub verify: bool,
-    /// Version-2 decompress rows time only the index pass (`BenchConfig::v2_index_only`).
-    pub v2_index_only: bool,
     /// The plain dense kernels, built once per run when first needed.
     pub dense: &'a std::cell::OnceCell<bitsparse::dense_act::DenseAct>,
     /// Inputs of the fused and plain kernels, made once per batch when first needed.
@@ -514,7 +512,6 @@ struct DecompressV2Case<'a> {
     out: wgpu::Buffer,
     dense: u64,
     sign_pack: bool,
-    index_only: bool,
 }
 
 impl<'a> DecompressV2Case<'a> {
@@ -543,7 +540,6 @@ impl<'a> DecompressV2Case<'a> {
             out,
             dense: ctx.dense_bytes(),
             sign_pack,
-            index_only: ctx.v2_index_only,
         })
     }
 }
@@ -566,22 +562,15 @@ impl Case for DecompressV2Case<'_> {
         vec![&self.stream, &self.out]
     }
     fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        let stream = BufferRange::new(&self.stream, 0, self.stream_bytes.div_ceil(4) * 4);
-        let out = BufferRange::new(&self.out, 0, self.dense);
-        if self.index_only {
-            return self.codec.decompress_v2_index_pass(encoder, &self.layout, stream, out);
-        }
-        self.codec.decompress_v2(encoder, &self.layout, stream, out)
+        self.codec.decompress_v2(
+            encoder,
+            &self.layout,
+            BufferRange::new(&self.stream, 0, self.stream_bytes.div_ceil(4) * 4),
+            BufferRange::new(&self.out, 0, self.dense),
+        )
     }
     fn check(&self, ctx: &BatchCtx<'_>) -> Result<Check> {
-        let note = if self.index_only {
-            Some(
-                "ablation: the two-pass decoder's index pass only (BITSPARSE_BENCH_V2_INDEX_ONLY), no decode to verify"
-                    .to_string(),
-            )
-        } else {
-            decoded_mismatch(ctx, "decompress v2", self.sign_pack, &self.out)?
-        };
+        let note = decoded_mismatch(ctx, "decompress v2", self.sign_pack, &self.out)?;
         let stored = self.stream_bytes as f64;
         let bound = entropy_bound_bits(ctx.stats.measured_density, ctx.dtype, self.sign_pack);
         Ok(Check {

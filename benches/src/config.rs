@@ -50,10 +50,6 @@ pub struct BenchConfig {
     pub seed: u64,
     /// Check every codec op's output once, after timing (round trip and value-word count).
     pub verify: bool,
-    /// Ablation: the version-2 decompress rows time only the two-pass decoder's index pass
-    /// (`Codec::decompress_v2_index_pass`); their output is not a decode and is not verified (the row's
-    /// note says so).
-    pub v2_index_only: bool,
     /// Show a progress bar on stderr.
     pub progress: bool,
 }
@@ -94,7 +90,7 @@ impl BenchConfig {
 
     /// Fills empty fields from `BITSPARSE_BENCH_QUICK` (1/true), `BITSPARSE_BENCH_SIZES`,
     /// `BITSPARSE_BENCH_DENSITIES`, `BITSPARSE_BENCH_DTYPES`, `BITSPARSE_BENCH_OPS` (comma lists),
-    /// `BITSPARSE_BENCH_SIGN_PACK` (`on`, `off` or `both`), `BITSPARSE_BENCH_TILE_ORDER` (`ordered`, `unordered` or `both`), `BITSPARSE_BENCH_REPS`, `BITSPARSE_BENCH_NO_VERIFY` and `BITSPARSE_BENCH_V2_INDEX_ONLY` (1/true).
+    /// `BITSPARSE_BENCH_SIGN_PACK` (`on`, `off` or `both`), `BITSPARSE_BENCH_TILE_ORDER` (`ordered`, `unordered` or `both`), `BITSPARSE_BENCH_REPS` and `BITSPARSE_BENCH_NO_VERIFY`.
     pub fn with_env(mut self) -> Result<BenchConfig> {
         let var = |k: &str| std::env::var(k).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
         if let Some(q) = var("BITSPARSE_BENCH_QUICK") {
@@ -160,9 +156,6 @@ impl BenchConfig {
         }
         if var("BITSPARSE_BENCH_NO_VERIFY").is_some_and(|v| is_true(&v)) {
             self.verify = false;
-        }
-        if var("BITSPARSE_BENCH_V2_INDEX_ONLY").is_some_and(|v| is_true(&v)) {
-            self.v2_index_only = true;
         }
         Ok(self)
     }
@@ -232,15 +225,13 @@ fn parse_list<T>(s: &str, what: &str, f: impl Fn(&str) -> Option<T>) -> Result<V
 
 /// The codec's A/B knobs from the environment, for the bench, the CLI and the device runs (the library
 /// itself reads no environment): `BITSPARSE_STAGING` (`auto`, `words`, `halves`, `direct`),
-/// `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.LOOKBACK_PER_LANE=4`), `BITSPARSE_V2_DECODER`
-/// (`one-pass`, `indexed`) and `BITSPARSE_CHECKED_SHADERS` (`1`/`true`: wgpu's runtime checks back on, a
-/// debugging aid).
+/// `BITSPARSE_KERNEL_CONSTANTS` (e.g. `compress.LOOKBACK_PER_LANE=4`) and `BITSPARSE_CHECKED_SHADERS`
+/// (`1`/`true`: wgpu's runtime checks back on, a debugging aid).
 pub fn codec_config_from_env() -> Result<bitsparse::CodecConfig> {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     Ok(bitsparse::CodecConfig {
         staging: var("BITSPARSE_STAGING").map(|v| bitsparse::Staging::parse(&v)).transpose()?,
         kernel_constants: var("BITSPARSE_KERNEL_CONSTANTS"),
-        v2_decoder: var("BITSPARSE_V2_DECODER").map(|v| bitsparse::V2Decoder::parse(&v)).transpose()?,
         checked_shaders: var("BITSPARSE_CHECKED_SHADERS").is_some_and(|v| is_true(&v)),
         ..bitsparse::CodecConfig::default()
     })

@@ -121,7 +121,6 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
                     stats: &stats,
                     input: &input,
                     verify: config.verify,
-                    v2_index_only: config.v2_index_only,
                     dense: &dense,
                     fused: std::cell::OnceCell::new(),
                 };

@@ -360,64 +360,6 @@ pub(crate) fn parse_v2(stream: &[u8]) -> Result<ParsedV2<'_>> {
     Ok(p)
 }
 
-/// What the index pass of the two-pass GPU decoder (`shaders/decompress_v2_index.wgsl`,
-/// `V2Decoder::Indexed`) leaves for one tile: its CPU port, which the GPU tests compare against.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TileIndex {
-    /// Where the tile's data starts, in words after the data section's start.
-    pub start: u32,
-    /// Where its values start, in bits after `start`.
-    pub values: u32,
-    /// Its descriptor word, as the stream holds it.
-    pub desc: u32,
-    /// Its nonzeros' mask, one bit per element (zeros for empty and raw tiles).
-    pub mask: [u32; 128],
-    /// For each mask word, the ones before it (written only with the pass's `RANKS`).
-    pub ranks: [u32; 128],
-}
-
-impl TileIndex {
-    /// The 260 words the index pass writes: the mask, the ranks, then (start, values, descriptor, 0).
-    pub fn words(&self) -> Vec<u32> {
-        let mut w = self.mask.to_vec();
-        w.extend(self.ranks);
-        w.extend([self.start, self.values, self.desc, 0]);
-        w
-    }
-}
-
-/// The index pass's result for every tile of a version-2 stream (validated completely first).
-pub fn index(stream: &[u8]) -> Result<Vec<TileIndex>> {
-    let p = parse_v2(stream)?;
-    let mut out = Vec::with_capacity(p.descs.len());
-    for (t, d) in p.descs.iter().enumerate() {
-        let len = p.layout.tile_len(t as u64);
-        let mut mask = [0u32; 128];
-        let mut values = 0;
-        if matches!(d.enc, enc::MASK | enc::POSITIONS) {
-            let (pos, at) = tile_positions(d, len, p.tile_data(t)).map_err(|m| corrupt(format!("tile {t}: {m}")))?;
-            for q in pos {
-                mask[q as usize / 32] |= 1 << (q % 32);
-            }
-            values = at as u32;
-        }
-        let mut ranks = [0u32; 128];
-        let mut ones = 0;
-        for (r, m) in ranks.iter_mut().zip(mask) {
-            *r = ones;
-            ones += m.count_ones();
-        }
-        out.push(TileIndex {
-            start: p.starts[t] as u32,
-            values,
-            desc: word(stream, p.layout.desc_offset + t as u64).unwrap_or(0),
-            mask,
-            ranks,
-        });
-    }
-    Ok(out)
-}
-
 /// The dense bytes of tiles `[first, end)` of a parsed stream, starting at tile `first`.
 pub(crate) fn expand_range(p: &ParsedV2<'_>, first: u64, end: u64) -> Result<Vec<u8>> {
     let eb = p.layout.dtype.bytes() as usize;

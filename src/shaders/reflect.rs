@@ -71,6 +71,10 @@ pub struct Interface {
     pub resources: &'static [Binding],
     /// Its entry points.
     pub entry_points: &'static [EntryPoint],
+    /// The names of the override constants it declares. A `#if` can remove one (lib/tile.wgsl's
+    /// `SCAN_SLOTS` exists only with `SUBGROUP`), and a pipeline given a constant its module lacks
+    /// fails to build.
+    pub overrides: &'static [&'static str],
 }
 
 impl Interface {
@@ -82,6 +86,11 @@ impl Interface {
     /// The entry point called `name`.
     pub fn entry_point(&self, name: &str) -> Option<&'static EntryPoint> {
         self.entry_points.iter().find(|e| e.name == name)
+    }
+
+    /// Whether the variant declares the override constant `name`.
+    pub fn declares_override(&self, name: &str) -> bool {
+        self.overrides.contains(&name)
     }
 }
 

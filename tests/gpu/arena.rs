@@ -145,15 +145,12 @@ fn fused_case(ctx: &GpuContext, codec: &Codec, n: usize, act: Activation, sign_p
     assert!(cpu::compact(&stream).unwrap() == want, "{what}: arena bytes differ from cpu::compress(r)");
 }
 
-/// On both paths, with BF16 values stored directly into the arena (`Staging::Direct`), and with the
-/// fused backward's g loaded before its gathers (`decompress.G_FIRST`, an A/B knob).
+/// On both paths, and with BF16 values stored directly into the arena (`Staging::Direct`).
 fn fused_forward_backward_match_cpu(ctx: GpuContext) {
-    let g_first = CodecConfig { kernel_constants: Some("decompress.G_FIRST=1".into()), ..Default::default() };
     for codec in [
         Codec::new(&ctx.device).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { staging: Some(Staging::Direct), ..Default::default() }).unwrap(),
-        Codec::with_config(&ctx.device, g_first).unwrap(),
     ] {
         for act in [Activation::Relu, Activation::Relu2] {
             // The conformance suite's lengths, and five tiles past its longest.

@@ -209,14 +209,10 @@ fn case(
 
 const LENS: [usize; 6] = [1, 7, 33, 4095, 4097, 2 * 4096 + 1001];
 
-/// Both paths, and the fused backward with each round's g loaded before its gathers
-/// (`decompress.G_FIRST`, an A/B knob).
-fn codecs(ctx: &GpuContext) -> [Codec; 3] {
-    let g_first = CodecConfig { kernel_constants: Some("decompress.G_FIRST=1".into()), ..Default::default() };
+fn codecs(ctx: &GpuContext) -> [Codec; 2] {
     [
         Codec::new(&ctx.device).unwrap(),
         Codec::with_config(&ctx.device, CodecConfig { force_portable: true, ..Default::default() }).unwrap(),
-        Codec::with_config(&ctx.device, g_first).unwrap(),
     ]
 }
 
