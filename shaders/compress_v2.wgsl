@@ -69,6 +69,17 @@ const ENC_POSITIONS: u32 = 1u;
 const ENC_EMPTY: u32 = 2u;
 const ENC_RAW: u32 = 3u;
 
+// An A/B of the decoder's speed against the stream's size (`compress_v2.POSITIONS_GAIN`, 0..=64; 0, the
+// default, is the CPU encoder's choice): a positions tile is taken only where its words times
+// (64 + POSITIONS_GAIN) / 64 are fewer than the mask tile's, so tiles where positions save less than
+// that fraction stay mask tiles. The version-2 decoder's positions decode (the upper bits' scan and
+// atomics) is what puts it behind version 1 (H100, 201M BF16: 0.2909 against 0.1988 ms at ρ = 0.176,
+// where positions save ~7 % of a tile; 0.2410 against 0.2447 at 0.5, all mask tiles; docs/
+// PERFORMANCE.md, twenty-ninth session). A stream written with it is a valid version-2 stream that the
+// decoders read unchanged, but `cpu::compact` of it differs from `cpu::compress_v2`'s bytes wherever a
+// choice changed.
+override POSITIONS_GAIN: u32 = 0u;
+
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_lo: atomic<u32>;
 var<workgroup> wg_hi: atomic<u32>;
@@ -225,7 +236,7 @@ fn choose(k: u32, len: u32, rlo: u32, rhi: u32) -> Choice {
     let ef = (ef_bits + k * w + 31u) / 32u;
     // (k < 1024 always holds when positions are smaller than the mask, len <= 4096; STAGE16's single
     // pass of a positions tile relies on it.)
-    if ef <= cap && ef < c.words && k < 1024u {
+    if ef <= cap && ef * (64u + POSITIONS_GAIN) < c.words * 64u && k < 1024u {
         c.enc = ENC_POSITIONS;
         c.words = ef;
         c.l = ll;

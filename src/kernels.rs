@@ -43,8 +43,14 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-const TUNABLE: [(&str, &str, f64, f64); 2] =
-    [("compress", "SPIN_LIMIT", 1.0, 1e9), ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0)];
+/// `compress_v2.POSITIONS_GAIN` (0..=64, an A/B): the version-2 writer takes a positions tile only
+/// where it is smaller than the mask tile by more than POSITIONS_GAIN / 64 (its streams then differ
+/// from the CPU encoder's; `shaders/compress_v2.wgsl`).
+const TUNABLE: [(&str, &str, f64, f64); 3] = [
+    ("compress", "SPIN_LIMIT", 1.0, 1e9),
+    ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
+    ("compress_v2", "POSITIONS_GAIN", 0.0, 64.0),
+];
 
 /// One item of a kernel-constants spec (`kernel.NAME=value`).
 #[derive(Clone, Debug, PartialEq)]

@@ -24,6 +24,7 @@ pub fn tests() -> Vec<Test> {
         vulkan_test!(v2_gpu_compress_2d_grid),
         vulkan_test!(v2_gpu_compress_sign_bit_and_errors),
         vulkan_test!(v2_gpu_compress_host_pieces),
+        vulkan_test!(v2_gpu_compress_positions_gain),
         gl_test!(v2_gl_compress_matrix),
     ]
 }
@@ -164,6 +165,61 @@ fn relu2_every_encoding(ctx: &GpuContext, codec: &Codec) {
     }
     assert!(seen.iter().all(|&c| c > 0), "every encoding must occur: {seen:?}");
     assert!(coded > 0, "no exponent-coded tile");
+}
+
+/// The tiles of each encoding in a version-2 stream (by `enc` code).
+fn encodings(stream: &[u8]) -> [u64; 4] {
+    let words: Vec<u32> = stream.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let (layout, _) = LayoutV2::from_header(&words).unwrap();
+    let mut seen = [0u64; 4];
+    for t in 0..layout.tiles as usize {
+        seen[TileDesc::from_word(words[layout.desc_offset as usize + t]).0.enc as usize] += 1;
+    }
+    seen
+}
+
+/// `compress_v2.POSITIONS_GAIN` (an A/B of the writer's tile choices): with 64 a positions tile must be
+/// under half the mask tile's words. Its streams stay valid and decode bit-exactly on the CPU and the
+/// GPU; at ρ = 0.176, where positions save a few per cent, its positions tiles become mask tiles, while at
+/// ρ = 0.002, where they save far more, they stay. Every dtype and sign mode, both codec paths.
+fn v2_gpu_compress_positions_gain(ctx: GpuContext) {
+    const POSITIONS: usize = bitsparse::format::v2::enc::POSITIONS as usize;
+    const MASK: usize = bitsparse::format::v2::enc::MASK as usize;
+    let gain = |force_portable| CodecConfig {
+        kernel_constants: Some("compress_v2.POSITIONS_GAIN=64".into()),
+        force_portable,
+        ..Default::default()
+    };
+    let plain = Codec::new(&ctx.device).unwrap();
+    for codec in
+        [Codec::with_config(&ctx.device, gain(false)).unwrap(), Codec::with_config(&ctx.device, gain(true)).unwrap()]
+    {
+        for dtype in DType::ALL {
+            for sign_pack in [false, true] {
+                let options = Options { sign_pack };
+                for (i, density) in [0.176, 0.002].into_iter().enumerate() {
+                    let bytes = cpu::synthetic_relu2(LONG, density, dtype, 70 + i as u64);
+                    let what =
+                        format!("POSITIONS_GAIN=64 {dtype} sign_pack={sign_pack} ρ={density} {:?}", codec.path());
+                    let stream = gpu_compress_v2(&ctx, &codec, &bytes, dtype, options);
+                    cpu::validate_any(&stream).unwrap_or_else(|e| panic!("{what}: GPU stream invalid: {e}"));
+                    assert!(cpu::decompress(&stream).unwrap() == bytes, "{what}: CPU decode");
+                    let gpu = host::decompress_to_vec(&codec, &ctx.device, &ctx.queue, &stream).unwrap();
+                    assert!(gpu == bytes, "{what}: GPU decode");
+                    let (with, without) =
+                        (encodings(&stream), encodings(&check(&ctx, &plain, &bytes, dtype, options, &what)));
+                    if density > 0.1 {
+                        assert!(without[POSITIONS] > 0, "{what}: no positions tile to change {without:?}");
+                        assert_eq!(with[POSITIONS], 0, "{what}: {with:?}");
+                        assert_eq!(with[MASK], without[MASK] + without[POSITIONS], "{what}: {with:?} / {without:?}");
+                    } else {
+                        assert_eq!(with, without, "{what}");
+                        assert!(with[POSITIONS] > 0, "{what}: {with:?}");
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Tiles whose nonzeros sit at the ends of the exponent field: only the all-ones magnitude (NaN
