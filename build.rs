@@ -7,10 +7,10 @@
 //! `src/shaders/reflect.rs`), in the manner of vello_shaders' build script: the resources a variant declares
 //! (name, group, binding, storage/uniform, read/read_write), each entry point's workgroup size and the
 //! resources it uses, the override constants the variant declares, and the layout of every uniform struct
-//! (member names, offsets, sizes, total size). The
-//! bind-group layouts and bind groups of `bitsparse::dispatch` are built from that table, so binding numbers
-//! appear once, in the WGSL; the `shader_params!` structs are checked against it at compile time. naga stays
-//! a build-dependency: the library reads only the generated constants.
+//! (member names, offsets, sizes, total size). The bind-group layouts and bind groups of
+//! `bitsparse::dispatch` are built from that table, so binding numbers appear once, in the WGSL; the
+//! `shader_params!` structs are checked against it at compile time. naga stays a build-dependency: the
+//! library reads only the generated constants.
 
 #[path = "src/shaders/preprocess.rs"]
 mod preprocess;

@@ -105,6 +105,33 @@ fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>)
     Ok(())
 }
 
+/// The override constants of `kernel` ("compress", "decompress" or "compress_v2", the version-2
+/// writer, which scans with lib/tile.wgsl too): the spin limit and look-back window of compress,
+/// `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path (one slot per subgroup of the smallest size the
+/// adapter reports, `subgroup_min`, so the workgroup array is no larger than needed: its default is 32
+/// slots, 512 B, where the H200 needs 4), then the tuning spec. A pipeline takes those its variant
+/// declares (`Program::kernel`).
+fn override_constants(
+    kernel: &str,
+    path: CodecPath,
+    subgroup_min: u32,
+    spin_limit: u32,
+    tuning: Option<&str>,
+) -> Result<Vec<(&'static str, f64)>> {
+    let mut c = Vec::new();
+    if kernel == "compress" {
+        c.push(("SPIN_LIMIT", spin_limit as f64));
+        c.push(("LOOKBACK_PER_LANE", LOOKBACK_PER_LANE as f64));
+    }
+    if path == CodecPath::Subgroup {
+        c.push(("SCAN_SLOTS", (128 / subgroup_min.clamp(4, 128)) as f64));
+    }
+    if let Some(spec) = tuning {
+        apply_tuning(spec, kernel, &mut c)?;
+    }
+    Ok(c)
+}
+
 /// How `compress` stages compacted values in workgroup memory before storing whole stream words.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Staging {
@@ -581,25 +608,11 @@ impl Kernels {
         Ok(b)
     }
 
-    /// The override constants of `kernel` ("compress", "decompress" or "compress_v2", the version-2
-    /// writer, which scans with lib/tile.wgsl too): the spin limit and look-back window of compress, `SCAN_SLOTS` (lib/tile.wgsl) on
-    /// the subgroup path (one slot per subgroup of the smallest size the adapter reports, so the
-    /// workgroup array is no larger than needed: its default is 32 slots, 512 B, where the H200 needs
-    /// 4), then the tuning spec. A pipeline takes those its variant declares (`Program::kernel`).
+    /// The override constants of `kernel` ([`override_constants`] with this device's smallest subgroup
+    /// size, spin limit and tuning spec).
     pub(crate) fn constants(&self, kernel: &str) -> Result<Vec<(&'static str, f64)>> {
-        let mut c = Vec::new();
-        if kernel == "compress" {
-            c.push(("SPIN_LIMIT", self.spin_limit as f64));
-            c.push(("LOOKBACK_PER_LANE", LOOKBACK_PER_LANE as f64));
-        }
-        if self.path == CodecPath::Subgroup {
-            let min = self.device.adapter_info().subgroup_min_size.clamp(4, 128);
-            c.push(("SCAN_SLOTS", (128 / min) as f64));
-        }
-        if let Some(spec) = &self.tuning {
-            apply_tuning(spec, kernel, &mut c)?;
-        }
-        Ok(c)
+        let min = self.device.adapter_info().subgroup_min_size;
+        override_constants(kernel, self.path, min, self.spin_limit, self.tuning.as_deref())
     }
 
     /// Builds `v`: one program (the layout comes from its reflected interface), its main kernel and, for a
@@ -771,32 +784,29 @@ mod tests {
 
     /// `Program::kernel` passes a pipeline only the constants its variant declares, so a constant no
     /// variant declares (a renamed override) would be dropped everywhere without a word: every constant
-    /// the library sets and every tunable knob must be declared by some variant of its kernel's files.
+    /// the library sets on either path, and every tunable knob, must be declared by some variant of its
+    /// kernel's file.
     #[test]
     fn every_constant_set_is_declared_by_a_variant() {
         use crate::shaders::{INTERFACES, VARIANTS};
-        let files = |kernel: &str| -> &[&str] {
-            match kernel {
-                "compress" => &["compress.wgsl"],
-                "decompress" => &["decompress.wgsl"],
-                "compress_v2" => &["compress_v2.wgsl"],
-                other => panic!("no files for kernel {other}"),
+        let spec: Vec<String> = TUNABLE.iter().map(|(k, n, lo, _)| format!("{k}.{n}={lo}")).collect();
+        for (kernel, file) in
+            [("compress", "compress.wgsl"), ("decompress", "decompress.wgsl"), ("compress_v2", "compress_v2.wgsl")]
+        {
+            for path in [CodecPath::Subgroup, CodecPath::Portable] {
+                for (name, _) in override_constants(kernel, path, 32, 64, Some(&spec.join(","))).unwrap() {
+                    let declared = VARIANTS
+                        .iter()
+                        .filter(|v| v.file == file)
+                        .any(|v| v.by_mask.iter().any(|&i| INTERFACES[i as usize].declares_override(name)));
+                    assert!(declared, "{kernel}.{name} is set on {path:?} but no variant of {file} declares it");
+                }
             }
-        };
-        let library = [
-            ("compress", "SPIN_LIMIT"),
-            ("compress", "LOOKBACK_PER_LANE"),
-            ("compress", "SCAN_SLOTS"),
-            ("decompress", "SCAN_SLOTS"),
-            ("compress_v2", "SCAN_SLOTS"),
-        ];
-        let knobs = TUNABLE.iter().map(|&(k, n, _, _)| (k, n));
-        for (kernel, name) in library.into_iter().chain(knobs) {
-            let declared = VARIANTS
-                .iter()
-                .filter(|v| files(kernel).contains(&v.file))
-                .any(|v| v.by_mask.iter().any(|&i| INTERFACES[i as usize].declares_override(name)));
-            assert!(declared, "{kernel}.{name} is set but no variant of {:?} declares it", files(kernel));
+        }
+        // Every knob reaches its kernel's constants.
+        for (k, n, _, _) in TUNABLE {
+            let c = override_constants(k, CodecPath::Portable, 32, 64, Some(&spec.join(","))).unwrap();
+            assert!(c.iter().any(|(name, _)| *name == n), "{k}.{n} not among {c:?}");
         }
         // And the table follows the defines: SCAN_SLOTS only where the subgroup scan is compiled in.
         let sub = crate::shaders::interface("decompress.wgsl", &["SUBGROUP"]).unwrap();
