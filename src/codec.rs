@@ -758,21 +758,6 @@ impl Codec {
         )
     }
 
-    /// `cell`'s version-2 kernels, built by `build` on first use with the override constants of `kernel`
-    /// (`Kernels::constants`), which are computed only then, not on every recorded call.
-    fn v2_kernels<'c, T>(
-        &self,
-        cell: &'c OnceLock<T>,
-        kernel: &str,
-        build: impl FnOnce(&[(&'static str, f64)]) -> T,
-    ) -> Result<&'c T> {
-        if let Some(k) = cell.get() {
-            return Ok(k);
-        }
-        let constants = self.inner.kernels.constants(kernel)?;
-        Ok(cell.get_or_init(|| build(&constants)))
-    }
-
     /// The trusted program of a version-2 shader for `dtype`'s element width on this codec's path.
     fn v2_program(&self, file: &'static str, dtype: DType) -> crate::dispatch::Program {
         let mut defines: Vec<&str> = match dtype.bits() {
@@ -838,13 +823,21 @@ impl Codec {
                     .into(),
             ));
         }
-        let (header, main) = self.v2_kernels(&self.inner.v2_encoder[v2_slot(dtype)], "compress_v2", |constants| {
-            let program = self.v2_program("compress_v2.wgsl", dtype);
-            (
-                program.kernel(&self.inner.device, "header", &[]),
-                program.kernel(&self.inner.device, "compress", constants),
-            )
-        })?;
+        // Built on first use, with the override constants computed only then, not on every recorded call.
+        let cell = &self.inner.v2_encoder[v2_slot(dtype)];
+        let (header, main) = match cell.get() {
+            Some(k) => k,
+            None => {
+                let constants = self.inner.kernels.constants("compress_v2")?;
+                cell.get_or_init(|| {
+                    let program = self.v2_program("compress_v2.wgsl", dtype);
+                    (
+                        program.kernel(&self.inner.device, "header", &[]),
+                        program.kernel(&self.inner.device, "compress", &constants),
+                    )
+                })
+            }
+        };
         let tail = (n % TILE as u64) as u32;
         let full_tiles = n / TILE as u64;
         let params = CompressV2Params {

@@ -169,13 +169,7 @@ fn relu2_every_encoding(ctx: &GpuContext, codec: &Codec) {
 
 /// The tiles of each encoding in a version-2 stream (by `enc` code).
 fn encodings(stream: &[u8]) -> [u64; 4] {
-    let words: Vec<u32> = stream.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-    let (layout, _) = LayoutV2::from_header(&words).unwrap();
-    let mut seen = [0u64; 4];
-    for t in 0..layout.tiles as usize {
-        seen[TileDesc::from_word(words[layout.desc_offset as usize + t]).0.enc as usize] += 1;
-    }
-    seen
+    cpu::v2::stream_stats(stream).unwrap().tile_encodings
 }
 
 /// `compress_v2.POSITIONS_GAIN` (an A/B of the writer's tile choices): with 64 a positions tile must be
