@@ -291,8 +291,21 @@ const STAGE_WORDS: u32 = WG * EPV * BITS / 32u + 1u;
 var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 #endif
 #endif
+#if UNORDERED && SUBGROUP && !FP8_STORE
+// LANE_MASK (the unordered subgroup path without FP8 storage): each mask word is assembled across the
+// lanes that hold its elements by subgroup shuffles and stored straight from registers (`lane_masks`),
+// so there is no workgroup mask, no barrier before the loads and no mask store after the scan (516 B
+// less workgroup memory). Measured on an H100 (201M BF16, ρ = 0.5 / 0.176 / 0.05, unordered, A/B in one
+// call, two runs each; benches/results/ab-thirtieth): fused forward 0.4936 / 0.4234 / 0.3944 -> 0.4868
+// / 0.4065 / 0.3671 ms (-1.4 / -4.0 / -6.9 %), compress 0.2716 / 0.2185 / 0.2051 -> 0.2671 / 0.2144 /
+// 0.2001 (-1.7 / -1.9 / -2.4 %), at the same register counts (32 for the BF16 fused forward).
+#else
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
+#endif
+#if UNORDERED && SUBGROUP && !FP8_STORE
+#else
 var<workgroup> wg_tile: u32;
+#endif
 // Look-back result: `state` 0 done (then `prefix` is the tile's exclusive prefix), else 1 + the tile
 // that needs the fallback. One struct so one uniform load (two barriers) publishes both.
 struct LookOut {
@@ -457,6 +470,39 @@ fn stage_pass(t: u32, li: u32, lid: u32, m: array<u32, ROUNDS>, totals: array<u3
 #endif
 #endif
 
+#if UNORDERED && SUBGROUP && !FP8_STORE
+// Stores the tile's mask words from the threads' per-round bits `m`, with no workgroup memory. Mask
+// word w of round r gathers the bits of the ROUNDS consecutive lanes li = 32/EPV * k .. (there are as
+// many lanes to a word as rounds: 32 / EPV == 4096 / (WG * EPV)). A butterfly over those lanes swaps
+// halves of the rounds at each step (log2 ROUNDS shuffles, 3 for BF16) so lane j of the group ends
+// with round j's whole word, and every thread stores one word. Subgroups hold whole groups (the host
+// takes this path only where the smallest subgroup has at least ROUNDS lanes).
+fn lane_masks(tile: u32, li: u32, m: array<u32, ROUNDS>, store: bool) {
+    let j = li % ROUNDS;
+    var v: array<u32, ROUNDS>;
+    for (var r = 0u; r < ROUNDS; r++) {
+        v[r] = m[r] << (j * EPV);
+    }
+    // Before the step of distance d, v[i] holds (part of) round i * d + j % d; the pair v[2i], v[2i + 1]
+    // differs in bit d of the round, and the lane keeps the one whose bit d is its own.
+    for (var d = 1u; d < ROUNDS; d <<= 1u) {
+        let mine = (j & d) != 0u;
+        for (var i = 0u; i < ROUNDS / 2u; i++) {
+            if i < ROUNDS / (2u * d) {
+                let keep = select(v[2u * i], v[2u * i + 1u], mine);
+                let send = select(v[2u * i + 1u], v[2u * i], mine);
+                v[i] = keep | subgroupShuffleXor(send, d);
+            }
+        }
+    }
+    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let mwords = (tile_len + 31u) / 32u;
+    let w = j * (WG * EPV / 32u) + li / ROUNDS;
+    if store && w < mwords {
+        put_mask(p.mask_idx + tile * TILE_MASK_WORDS + w, v[0]);
+    }
+}
+#else
 // Stores the tile's mask words (complete once the scan's barrier has passed).
 fn store_mask(tile: u32, lid: u32) {
     let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
@@ -465,6 +511,7 @@ fn store_mask(tile: u32, lid: u32) {
         put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
     }
 }
+#endif
 
 @compute @workgroup_size(128)
 fn compress(
@@ -500,6 +547,26 @@ fn compress(
     // spins on tiles that have not started, and after long spins read wrong prefixes (reproduced with
     // spin limits of 64 and 100000, not with 1 or 2); with the ticket every run is exact. See
     // docs/PERFORMANCE.md.
+#if UNORDERED && SUBGROUP && !FP8_STORE
+    // No barrier before the loads: the (2-D) workgroup id is the tile, and nothing in workgroup memory
+    // needs clearing first but the packed staging words, which the scan's barrier publishes. A tensor
+    // whose reservation already failed stores no mask word here (every thread reads the status), and
+    // its claim below is skipped.
+    let tile = wid.x + wid.y * nwg.x;
+    if tile >= p.tiles {
+        return;
+    }
+#if ARENA
+    let alive = atomicLoad(&ctrl[p.slot + SLOT_STATUS]) == 0u;
+#else
+    let alive = true;
+#endif
+#if !DIRECT && !STAGE16
+    for (var i = lid; i < STAGE_WORDS; i += WG) {
+        atomicStore(&stage[i], 0u);
+    }
+#endif
+#else
     if lid == 0u {
 #if UNORDERED
         // No workgroup waits on another, so tiles need no start order: the (2-D) workgroup id is the tile.
@@ -515,18 +582,17 @@ fn compress(
 #endif
     }
     // Clear the tile mask (and the packed staging words) while the ticket comes back.
-#if !DIRECT
-#if !STAGE16
+#if !DIRECT && !STAGE16
     for (var i = lid; i < STAGE_WORDS; i += WG) {
         atomicStore(&stage[i], 0u);
     }
-#endif
 #endif
     atomicStore(&wg_mask[lid], 0u);
     let tile = workgroupUniformLoad(&wg_tile);
     if tile >= p.tiles {
         return;
     }
+#endif
 
     // Read the tile for its mask and counts (the compaction below reads it again, from the cache).
     // Rounds and elements are indexed by loop counters with constant trip counts only (no
@@ -564,10 +630,16 @@ fn compress(
         if p.sign_pack != 0u {
             signs |= sign_bits(x) & mr;
         }
+#if UNORDERED && SUBGROUP && !FP8_STORE
+#else
         if mr != 0u {
             atomicOr(&wg_mask[mask_word_of(r, li)], mr << mask_shift_of(li));
         }
+#endif
     }
+#if UNORDERED && SUBGROUP && !FP8_STORE
+    lane_masks(tile, li, m, alive);
+#endif
 #if BITS32
     let counts = pack_counts(m);
 #else
@@ -599,8 +671,15 @@ fn compress(
     // 0.224 -> 0.276 / 0.222 / 0.213 ms at ρ = 0.5 / 0.176 / 0.05, the fused forward 2% faster;
     // docs/PERFORMANCE.md).
     var claimed = 0u;
+    var dead = 0u;
     if lid == 0u {
-        claimed = atomicAdd(&scan[SCAN_VALUES], words);
+#if ARENA && SUBGROUP && !FP8_STORE
+        // LANE_MASK: the reservation's failure is read here, where one thread decides for the tile.
+        dead = select(0u, 1u, atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u);
+#endif
+        if dead == 0u {
+            claimed = atomicAdd(&scan[SCAN_VALUES], words);
+        }
     }
 #endif
 #if !UNORDERED
@@ -629,18 +708,25 @@ fn compress(
 #endif
 #endif
 
+#if UNORDERED && SUBGROUP && !FP8_STORE
+#else
 #if DIRECT
     // The mask is complete since the scan's barrier: it is stored while the claim's atomic (or the
     // look-back) is in flight.
     store_mask(tile, lid);
 #endif
+#endif
 #if UNORDERED
     // The claimed place reaches every thread; the uniform load is also the barrier that publishes the
     // staged slots (STAGE16) and the mask.
     if lid == 0u {
-        wg_look = LookOut(0u, claimed);
+        wg_look = LookOut(dead, claimed);
     }
-    let prefix = workgroupUniformLoad(&wg_look).prefix;
+    let look_out = workgroupUniformLoad(&wg_look);
+    if look_out.state != 0u {
+        return;
+    }
+    let prefix = look_out.prefix;
 #else
     // Chained scan with decoupled fallback: find the sum of the words of all earlier tiles.
     var look = tile;  // next tile to inspect is look - 1 (the looking threads' private cursor)
@@ -777,8 +863,11 @@ fn compress(
         fp8_record_amax(atomicLoad(&wg_amax));
 #endif
     }
+#if UNORDERED && SUBGROUP && !FP8_STORE
+#else
 #if !DIRECT
     store_mask(tile, lid);
+#endif
 #endif
     let out = p.val_idx + prefix;
     var fits = true;

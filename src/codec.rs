@@ -257,7 +257,13 @@ impl Codec {
     /// The codec for `device` with `config`.
     pub fn with_config(device: &wgpu::Device, config: CodecConfig) -> Result<Codec> {
         let limits = device.limits();
-        let path = if !config.force_portable && device.features().contains(wgpu::Features::SUBGROUP) {
+        // The subgroup path also needs subgroups of at least 8 lanes: the unordered compress assembles a
+        // mask word across as many lanes as a tile has rounds (8 for 32-bit elements, `lane_masks` in
+        // shaders/compress.wgsl). Adapters report 8 (lavapipe on AVX2) to 128.
+        let path = if !config.force_portable
+            && device.features().contains(wgpu::Features::SUBGROUP)
+            && device.adapter_info().subgroup_min_size >= 8
+        {
             CodecPath::Subgroup
         } else {
             CodecPath::Portable

@@ -510,6 +510,10 @@ impl Kernels {
         if path == CodecPath::Subgroup && !device.features().contains(wgpu::Features::SUBGROUP) {
             return Err(Error::Unsupported("the subgroup path needs Features::SUBGROUP".into()));
         }
+        if path == CodecPath::Subgroup && device.adapter_info().subgroup_min_size < 8 {
+            // `lane_masks` (shaders/compress.wgsl) assembles a mask word across 8 lanes for 32-bit elements.
+            return Err(Error::Unsupported("the subgroup path needs subgroups of at least 8 lanes".into()));
+        }
         let staging = config.staging.unwrap_or(Staging::Auto);
         let i16 = device.features().contains(wgpu::Features::SHADER_I16);
         if staging == Staging::Halves && !i16 {

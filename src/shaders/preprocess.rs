@@ -1,4 +1,5 @@
-//! A tiny WGSL preprocessor: `#include "file.wgsl"` and `#if NAME` / `#if !NAME` / `#else` / `#endif`.
+//! A tiny WGSL preprocessor: `#include "file.wgsl"` and `#if NAME` / `#if !NAME` / `#else` / `#endif`,
+//! where an `#if` may join such terms with `&&` (`#if UNORDERED && !FP8_STORE`).
 //!
 //! Why: WGSL has no includes, and a shader that merely *mentions* a subgroup builtin fails validation on
 //! a device without `Features::SUBGROUP`. Variants (subgroup / portable) are therefore chosen textually.
@@ -28,12 +29,13 @@ fn expand(
         let t = line.trim_start();
         let active = stack.iter().all(|&(a, _, _)| a);
         if let Some(rest) = t.strip_prefix("#if ") {
-            let cond = rest.trim();
-            let (neg, key) = match cond.strip_prefix('!') {
-                Some(k) => (true, k.trim()),
-                None => (false, cond),
-            };
-            let val = defines.contains(&key) != neg;
+            let val = rest.split("&&").all(|term| {
+                let term = term.trim();
+                match term.strip_prefix('!') {
+                    Some(k) => !defines.contains(&k.trim()),
+                    None => defines.contains(&term),
+                }
+            });
             stack.push((val, !active, false));
         } else if t.starts_with("#else") {
             let top = stack.last_mut().ok_or_else(|| format!("{name}:{}: #else without #if", lineno + 1))?;
@@ -74,7 +76,9 @@ pub fn conditions(name: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<St
         for line in src.lines() {
             let t = line.trim_start();
             if let Some(rest) = t.strip_prefix("#if ") {
-                names.push(rest.trim().trim_start_matches('!').trim().to_string());
+                for term in rest.split("&&") {
+                    names.push(term.trim().trim_start_matches('!').trim().to_string());
+                }
             } else if let Some(rest) = t.strip_prefix("#include ") {
                 todo.push(rest.trim().trim_matches('"').to_string());
             }
@@ -83,4 +87,25 @@ pub fn conditions(name: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<St
     names.sort();
     names.dedup();
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(src: &str, defines: &[&str]) -> String {
+        let lookup = |n: &str| (n == "s.wgsl").then(|| src.to_string());
+        preprocess("s.wgsl", &lookup, defines).unwrap()
+    }
+
+    #[test]
+    fn conjunctions_need_every_term() {
+        let src = "#if A && !B && C\nyes\n#else\nno\n#endif\n";
+        assert_eq!(run(src, &["A", "C"]), "yes\n");
+        assert_eq!(run(src, &["A", "B", "C"]), "no\n");
+        assert_eq!(run(src, &["A"]), "no\n");
+        assert_eq!(run(src, &[]), "no\n");
+        let lookup = |n: &str| (n == "s.wgsl").then(|| src.to_string());
+        assert_eq!(conditions("s.wgsl", &lookup), ["A", "B", "C"]);
+    }
 }
