@@ -69,16 +69,14 @@ const ENC_POSITIONS: u32 = 1u;
 const ENC_EMPTY: u32 = 2u;
 const ENC_RAW: u32 = 3u;
 
-// An A/B of the decoder's speed against the stream's size (`compress_v2.POSITIONS_GAIN`, 0..=64; 0, the
-// default, is the CPU encoder's choice): a positions tile is taken only where its words times
-// (64 + POSITIONS_GAIN) / 64 are fewer than the mask tile's, so tiles where positions save less than
-// that fraction stay mask tiles. The version-2 decoder's positions decode (the upper bits' scan and
-// atomics) is what puts it behind version 1 (H100, 201M BF16: 0.2909 against 0.1988 ms at ρ = 0.176,
-// where positions save ~7 % of a tile; 0.2410 against 0.2447 at 0.5, all mask tiles; docs/
-// PERFORMANCE.md, twenty-ninth session). A stream written with it is a valid version-2 stream that the
-// decoders read unchanged, but `cpu::compact` of it differs from `cpu::compress_v2`'s bytes wherever a
-// choice changed.
-override POSITIONS_GAIN: u32 = 0u;
+// The canonical writer's margin for positions tiles (`format::v2::POSITIONS_GAIN`, set by the host;
+// FORMAT.md §14.5): a positions tile is taken only where its words times (64 + POSITIONS_GAIN) / 64 are
+// fewer than the mask tile's, because the decoder's positions decode (the upper bits' scan) costs far
+// more than a mask tile's. With 8 (H100, 201M BF16, ρ = 0.176, where positions save ~7 %): decode
+// 0.2918 -> 0.2158 ms, this writer 0.4091 -> 0.3215 (docs/PERFORMANCE.md, thirtieth session). Also an
+// A/B knob (0..=64); a value other than the host's makes streams that decoders read unchanged but
+// whose `cpu::compact` differs from `cpu::compress_v2`'s bytes wherever a choice changed.
+override POSITIONS_GAIN: u32 = 8u;
 
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 var<workgroup> wg_lo: atomic<u32>;

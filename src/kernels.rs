@@ -43,9 +43,10 @@ pub const LOOKBACK_PER_LANE: u32 = 1;
 
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
-/// `compress_v2.POSITIONS_GAIN` (0..=64, an A/B): the version-2 writer takes a positions tile only
-/// where it is smaller than the mask tile by more than POSITIONS_GAIN / 64 (its streams then differ
-/// from the CPU encoder's; `shaders/compress_v2.wgsl`).
+/// `compress_v2.POSITIONS_GAIN` (0..=64, an A/B of [`crate::format::v2::POSITIONS_GAIN`], which the host
+/// sets otherwise): the version-2 writer takes a positions tile only where its words × (64 + N) / 64
+/// are fewer than the mask tile's (other values than the canonical one make streams whose compact form
+/// differs from the CPU encoder's; `shaders/compress_v2.wgsl`).
 const TUNABLE: [(&str, &str, f64, f64); 3] = [
     ("compress", "SPIN_LIMIT", 1.0, 1e9),
     ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
@@ -106,7 +107,8 @@ fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>)
 }
 
 /// The override constants of `kernel` ("compress", "decompress" or "compress_v2", the version-2
-/// writer, which scans with lib/tile.wgsl too): the spin limit and look-back window of compress,
+/// writer, which scans with lib/tile.wgsl too): the spin limit and look-back window of compress, the
+/// version-2 writer's positions margin,
 /// `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path (one slot per subgroup of the smallest size the
 /// adapter reports, `subgroup_min`, so the workgroup array is no larger than needed: its default is 32
 /// slots, 512 B, where the H200 needs 4), then the tuning spec. A pipeline takes those its variant
@@ -122,6 +124,9 @@ fn override_constants(
     if kernel == "compress" {
         c.push(("SPIN_LIMIT", spin_limit as f64));
         c.push(("LOOKBACK_PER_LANE", LOOKBACK_PER_LANE as f64));
+    }
+    if kernel == "compress_v2" {
+        c.push(("POSITIONS_GAIN", crate::format::v2::POSITIONS_GAIN as f64));
     }
     if path == CodecPath::Subgroup {
         c.push(("SCAN_SLOTS", (128 / subgroup_min.clamp(4, 128)) as f64));

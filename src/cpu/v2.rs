@@ -10,7 +10,7 @@
 use super::validate::{check_status, parse as parse_v1};
 use super::words::{put_word, word, word_range, BitReader, BitWriter};
 use crate::error::{Error, Result};
-use crate::format::v2::{ef_upper_bits, enc, LayoutV2, TileDesc, ENCODING_NAMES, GROUP_TILES, PLAIN};
+use crate::format::v2::{ef_upper_bits, enc, LayoutV2, TileDesc, ENCODING_NAMES, GROUP_TILES, PLAIN, POSITIONS_GAIN};
 use crate::format::{DType, Header, Options, HEADER_BYTES, HEADER_WORDS, TILE};
 
 fn corrupt(msg: impl Into<String>) -> Error {
@@ -87,7 +87,8 @@ fn push_zeros(w: &mut BitWriter<'_>, mut count: u64) {
 }
 
 /// Encodes one tile of `len` elements whose nonzeros are `vals` at increasing positions `pos`: the
-/// smallest of the four encodings (ties to the lower code), each with the value code of what it stores.
+/// smallest of the four encodings (ties to the lower code; positions only where they beat the mask by
+/// [`POSITIONS_GAIN`]), each with the value code of what it stores.
 /// Returns the descriptor and the tile's data words (little-endian bytes).
 pub(crate) fn encode_tile(len: u32, pos: &[u32], vals: &[u32], dtype: DType, sign_pack: bool) -> (TileDesc, Vec<u8>) {
     encode_tile_as(len, pos, vals, dtype, sign_pack, false)
@@ -112,8 +113,10 @@ fn encode_tile_as(
     let raw = TileDesc { enc: enc::RAW, eb: reb, emin: remin, count: len };
     let mut best = sparse(enc::MASK);
     for cand in [sparse(enc::POSITIONS), raw] {
+        // Positions must beat the mask by POSITIONS_GAIN / 64 of their own size (their decode is slower).
+        let gain = if cand.enc == enc::POSITIONS { POSITIONS_GAIN as u64 } else { 0 };
         if cand.check(dtype, sign_pack, len).is_ok()
-            && cand.words(dtype, sign_pack, len) < best.words(dtype, sign_pack, len)
+            && cand.words(dtype, sign_pack, len) * (64 + gain) < best.words(dtype, sign_pack, len) * 64
         {
             best = cand;
         }

@@ -46,6 +46,16 @@ pub const ENCODING_NAMES: [&str; 4] = ["mask", "positions", "empty", "raw"];
 /// The `eb` field value meaning "values stored as in version 1" (`w` bits each).
 pub const PLAIN: u8 = 15;
 
+/// The canonical writer's margin for positions tiles, in 64ths: a tile is written as Elias–Fano
+/// positions instead of a mask only where its words × (64 + this) are fewer than the mask tile's
+/// words × 64, i.e. where positions save more than 1/9 of the tile (FORMAT.md §14.5). Decoding a
+/// positions tile costs far more than a mask tile: on an H100 (201M i.i.d. ReLU² BF16, ρ = 0.176, where
+/// positions save ~7 %) the version-2 decode took 0.2918 ms with positions tiles and 0.2158 with mask
+/// tiles (version 1: 0.1964), the GPU writer 0.4091 and 0.3215; the stream grew from 0.886 to 0.951 of
+/// its positions form (bound_fraction 1.128 -> 1.052, still above issue 16's 0.95). Sparser tiles,
+/// where positions save far more (ρ <= 0.1), keep them (docs/PERFORMANCE.md, thirtieth session).
+pub const POSITIONS_GAIN: u32 = 8;
+
 /// One tile's descriptor word: `enc | eb << 2 | emin << 6 | count << 14`, bits 27–31 zero.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TileDesc {

@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
+use bitsparse::format::v2::enc;
 use bitsparse::host::context::GpuContext;
 use bitsparse::{cpu, host, Codec, DType, FormatVersion, Options, StreamInfo};
 use bitsparse_files::container::Container;
@@ -126,7 +127,20 @@ fn golden_v2_files_unchanged_and_cpu_decode() {
         assert_eq!(sha(&out), e.decoded, "{}: decoded bytes", e.file);
         if !is_container(&e.file) && !e.file.contains("starts") {
             let again = cpu::compress_v2(&out, e.dtype, Options { sign_pack: e.sign_pack }).unwrap();
-            assert_eq!(again, bytes, "{}: today's writer no longer writes these bytes", e.file);
+            if again != bytes {
+                // The one change of the canonical writer since the files were frozen: positions tiles
+                // only where they beat the mask by `format::v2::POSITIONS_GAIN` (thirtieth session).
+                // A file written before keeps decoding (above); today's bytes may differ from it only
+                // by positions tiles written as mask tiles, each a little larger.
+                let (was, now) = (cpu::v2::stream_stats(&bytes).unwrap(), cpu::v2::stream_stats(&again).unwrap());
+                let (m, p) = (enc::MASK as usize, enc::POSITIONS as usize);
+                let (tw, tn) = (was.tile_encodings, now.tile_encodings);
+                assert!(
+                    tn[p] < tw[p] && tn[m] + tn[p] == tw[m] + tw[p] && tn[2..] == tw[2..] && again.len() > bytes.len(),
+                    "{}: today's writer changed more than the positions margin: {tw:?} -> {tn:?}",
+                    e.file
+                );
+            }
         }
     }
     assert!(

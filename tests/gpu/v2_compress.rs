@@ -172,15 +172,17 @@ fn encodings(stream: &[u8]) -> [u64; 4] {
     cpu::v2::stream_stats(stream).unwrap().tile_encodings
 }
 
-/// `compress_v2.POSITIONS_GAIN` (an A/B of the writer's tile choices): with 64 a positions tile must be
-/// under half the mask tile's words. Its streams stay valid and decode bit-exactly on the CPU and the
-/// GPU; at ρ = 0.176, where positions save a few per cent, its positions tiles become mask tiles, while at
-/// ρ = 0.002, where they save far more, they stay. Every dtype and sign mode, both codec paths.
+/// `compress_v2.POSITIONS_GAIN` (an A/B of the writer's tile choices) at 0: a positions tile wherever it
+/// is smaller, where the canonical writer (`format::v2::POSITIONS_GAIN`, 8) wants it smaller by more than
+/// 1/9. Its streams stay valid and decode bit-exactly on the CPU and the GPU; at ρ = 0.176, where
+/// positions save a few per cent, it writes positions tiles that the canonical writer writes as mask
+/// tiles, while at ρ = 0.002, where they save far more, both write the same tiles. Every dtype and sign
+/// mode, both codec paths.
 fn v2_gpu_compress_positions_gain(ctx: GpuContext) {
     const POSITIONS: usize = bitsparse::format::v2::enc::POSITIONS as usize;
     const MASK: usize = bitsparse::format::v2::enc::MASK as usize;
     let gain = |force_portable| CodecConfig {
-        kernel_constants: Some("compress_v2.POSITIONS_GAIN=64".into()),
+        kernel_constants: Some("compress_v2.POSITIONS_GAIN=0".into()),
         force_portable,
         ..Default::default()
     };
@@ -193,8 +195,7 @@ fn v2_gpu_compress_positions_gain(ctx: GpuContext) {
                 let options = Options { sign_pack };
                 for (i, density) in [0.176, 0.002].into_iter().enumerate() {
                     let bytes = cpu::synthetic_relu2(LONG, density, dtype, 70 + i as u64);
-                    let what =
-                        format!("POSITIONS_GAIN=64 {dtype} sign_pack={sign_pack} ρ={density} {:?}", codec.path());
+                    let what = format!("POSITIONS_GAIN=0 {dtype} sign_pack={sign_pack} ρ={density} {:?}", codec.path());
                     let stream = gpu_compress_v2(&ctx, &codec, &bytes, dtype, options);
                     cpu::validate_any(&stream).unwrap_or_else(|e| panic!("{what}: GPU stream invalid: {e}"));
                     assert!(cpu::decompress(&stream).unwrap() == bytes, "{what}: CPU decode");
@@ -203,9 +204,13 @@ fn v2_gpu_compress_positions_gain(ctx: GpuContext) {
                     let (with, without) =
                         (encodings(&stream), encodings(&check(&ctx, &plain, &bytes, dtype, options, &what)));
                     if density > 0.1 {
-                        assert!(without[POSITIONS] > 0, "{what}: no positions tile to change {without:?}");
-                        assert_eq!(with[POSITIONS], 0, "{what}: {with:?}");
-                        assert_eq!(with[MASK], without[MASK] + without[POSITIONS], "{what}: {with:?} / {without:?}");
+                        // (A few e4m3 tiles save more than 1/9 with positions and stay positions tiles.)
+                        assert!(with[POSITIONS] > without[POSITIONS], "{what}: {with:?} / {without:?}");
+                        assert_eq!(
+                            with[MASK] + with[POSITIONS],
+                            without[MASK] + without[POSITIONS],
+                            "{what}: {with:?} / {without:?}"
+                        );
                     } else {
                         assert_eq!(with, without, "{what}");
                         assert!(with[POSITIONS] > 0, "{what}: {with:?}");
