@@ -299,6 +299,8 @@ var<workgroup> stage: array<atomic<u32>, STAGE_WORDS>;
 // call, two runs each; benches/results/ab-thirtieth): fused forward 0.4936 / 0.4234 / 0.3944 -> 0.4868
 // / 0.4065 / 0.3671 ms (-1.4 / -4.0 / -6.9 %), compress 0.2716 / 0.2185 / 0.2051 -> 0.2671 / 0.2144 /
 // 0.2001 (-1.7 / -1.9 / -2.4 %), at the same register counts (32 for the BF16 fused forward).
+// Below, `#if UNORDERED && SUBGROUP && !FP8_STORE` marks LANE_MASK code, and the same test with an empty
+// first branch and an `#else` marks what only the other variants keep (the preprocessor has no `||`).
 #else
 var<workgroup> wg_mask: array<atomic<u32>, TILE_MASK_WORDS>;
 #endif
