@@ -59,6 +59,23 @@ decoder_ab_env() {
   export BITSPARSE_BENCH_OPS=copy,decompress BITSPARSE_BENCH_SIGN_PACK=off
 }
 
+# kernel_ab_env [STATS_FILTER BIN...]: the settings of the thirtieth session's kernel A/B calls — 201M
+# elements, 20 repetitions, unordered tiles, ρ = 0.5 / 0.176 / 0.05, unpacked values (a run sets
+# dtypes and ops) — after recording the GPU's name and, for each pipeline_stats binary BIN given
+# (`ps_h` ...), the driver's statistics of the pipelines matching STATS_FILTER in $R/stats_<suffix>.txt.
+kernel_ab_env() {
+  nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv > "$R/gpu.txt" 2>&1
+  if [ $# -gt 0 ]; then
+    local filter=$1 bin
+    shift
+    for bin in "$@"; do
+      ".devbin/$bin" --policy unchecked --filter "$filter" > "$R/stats_${bin#ps_}.txt" 2>&1
+    done
+  fi
+  export BITSPARSE_BENCH_SIZES=201326592 BITSPARSE_BENCH_REPS=20 BITSPARSE_BENCH_TILE_ORDER=unordered
+  export BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.05 BITSPARSE_BENCH_SIGN_PACK=off
+}
+
 # burn_gpt_run NAME [ARG ...]: the demo trainer from .devbin/burn-gpt.xz (stripped and xz-compressed:
 # 95 MB stripped is past what a call carries; unpacked once into /tmp), run with the ARGs and `--json
 # --out $R/NAME.json --plot $R/NAME.svg`; its log lands in $R as NAME.log, then the results are saved.

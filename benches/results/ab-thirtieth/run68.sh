@@ -14,11 +14,7 @@
 R=/tmp/res68
 LIMIT=${LIMIT:-480}
 . benches/results/device-call.sh
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
-.devbin/ps_h --policy unchecked --filter UNORDERED > $R/stats_h.txt 2>&1
-.devbin/ps_q --policy unchecked --filter UNORDERED > $R/stats_q.txt 2>&1
-export BITSPARSE_BENCH_SIZES=201326592 BITSPARSE_BENCH_REPS=20 BITSPARSE_BENCH_TILE_ORDER=unordered
-export BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.05 BITSPARSE_BENCH_SIGN_PACK=off
+kernel_ab_env UNORDERED ps_h ps_q
 F=BITSPARSE_BENCH_OPS=copy,compress,fused_forward,plain_forward
 T=BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward
 bench_pairs h codec_h q codec_q BITSPARSE_BENCH_DTYPES=bf16 $F

@@ -12,11 +12,7 @@
 R=/tmp/res69
 LIMIT=${LIMIT:-480}
 . benches/results/device-call.sh
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
-.devbin/ps_q --policy unchecked --filter decompress > $R/stats_q.txt 2>&1
-.devbin/ps_l --policy unchecked --filter decompress > $R/stats_l.txt 2>&1
-export BITSPARSE_BENCH_SIZES=201326592 BITSPARSE_BENCH_REPS=20 BITSPARSE_BENCH_TILE_ORDER=unordered
-export BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.05 BITSPARSE_BENCH_SIGN_PACK=off
+kernel_ab_env decompress ps_q ps_l
 B=BITSPARSE_BENCH_OPS=copy,decompress,fused_backward,plain_backward
 T=BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward
 bench_pairs q codec_q l codec_l BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_SIGN_PACK=both $B

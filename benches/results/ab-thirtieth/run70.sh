@@ -6,8 +6,8 @@
 R=/tmp/res70
 LIMIT=${LIMIT:-200}
 . benches/results/device-call.sh
-export BITSPARSE_BENCH_SIZES=201326592 BITSPARSE_BENCH_REPS=20 BITSPARSE_BENCH_TILE_ORDER=unordered
-export BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.05 BITSPARSE_BENCH_SIGN_PACK=off BITSPARSE_BENCH_DTYPES=bf16
+kernel_ab_env
+export BITSPARSE_BENCH_DTYPES=bf16
 export BITSPARSE_BENCH_OPS=copy,compress,fused_forward,plain_forward
 for i in 1 2; do
   bench_run s$i codec_q
