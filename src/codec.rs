@@ -257,13 +257,7 @@ impl Codec {
     /// The codec for `device` with `config`.
     pub fn with_config(device: &wgpu::Device, config: CodecConfig) -> Result<Codec> {
         let limits = device.limits();
-        // The subgroup path also needs subgroups of at least 8 lanes: the unordered compress assembles a
-        // mask word across as many lanes as a tile has rounds (8 for 32-bit elements, `lane_masks` in
-        // shaders/compress.wgsl). Adapters report 8 (lavapipe on AVX2) to 128.
-        let path = if !config.force_portable
-            && device.features().contains(wgpu::Features::SUBGROUP)
-            && device.adapter_info().subgroup_min_size >= 8
-        {
+        let path = if !config.force_portable && crate::kernels::subgroup_path_unsupported(device).is_none() {
             CodecPath::Subgroup
         } else {
             CodecPath::Portable

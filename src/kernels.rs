@@ -36,6 +36,23 @@ impl CodecPath {
     }
 }
 
+/// The smallest subgroup the subgroup path takes: the unordered compress assembles a mask word across as
+/// many lanes as a tile has rounds (`lane_masks` in shaders/compress.wgsl), 8 for 32-bit elements.
+/// Adapters report 8 (lavapipe on AVX2) to 128.
+pub const MIN_SUBGROUP_LANES: u32 = 8;
+
+/// Why `device` cannot take the subgroup path, or `None` where it can: `Features::SUBGROUP` and
+/// subgroups of at least [`MIN_SUBGROUP_LANES`].
+pub(crate) fn subgroup_path_unsupported(device: &wgpu::Device) -> Option<&'static str> {
+    if !device.features().contains(wgpu::Features::SUBGROUP) {
+        Some("the subgroup path needs Features::SUBGROUP")
+    } else if device.adapter_info().subgroup_min_size < MIN_SUBGROUP_LANES {
+        Some("the subgroup path needs subgroups of at least 8 lanes")
+    } else {
+        None
+    }
+}
+
 /// Status words each look-back lane of `compress` reads per round (`LOOKBACK_PER_LANE` in
 /// compress.wgsl, at most its `LOOKBACK_MAX`). The window (this × subgroup size) bounds the tile rate:
 /// see docs/PERFORMANCE.md.
@@ -108,8 +125,8 @@ fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>)
 
 /// The override constants of `kernel` ("compress", "decompress" or "compress_v2", the version-2
 /// writer, which scans with lib/tile.wgsl too): the spin limit and look-back window of compress, the
-/// version-2 writer's positions margin,
-/// `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path (one slot per subgroup of the smallest size the
+/// version-2 writer's positions margin, `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path (one slot per
+/// subgroup of the smallest size the
 /// adapter reports, `subgroup_min`, so the workgroup array is no larger than needed: its default is 32
 /// slots, 512 B, where the H200 needs 4), then the tuning spec. A pipeline takes those its variant
 /// declares (`Program::kernel`).
@@ -512,12 +529,8 @@ impl Kernels {
     /// The library reads no environment: staging, tuning constants and checked shaders come from
     /// `config` (the CLI and the bench read their `BITSPARSE_*` knobs and pass them in).
     pub fn new(device: &wgpu::Device, path: CodecPath, config: &crate::CodecConfig) -> Result<Kernels> {
-        if path == CodecPath::Subgroup && !device.features().contains(wgpu::Features::SUBGROUP) {
-            return Err(Error::Unsupported("the subgroup path needs Features::SUBGROUP".into()));
-        }
-        if path == CodecPath::Subgroup && device.adapter_info().subgroup_min_size < 8 {
-            // `lane_masks` (shaders/compress.wgsl) assembles a mask word across 8 lanes for 32-bit elements.
-            return Err(Error::Unsupported("the subgroup path needs subgroups of at least 8 lanes".into()));
+        if let (CodecPath::Subgroup, Some(why)) = (path, subgroup_path_unsupported(device)) {
+            return Err(Error::Unsupported(why.into()));
         }
         let staging = config.staging.unwrap_or(Staging::Auto);
         let i16 = device.features().contains(wgpu::Features::SHADER_I16);

@@ -122,7 +122,8 @@ pub fn compress_to_vec(
 
 /// Compresses `data` on the GPU into the canonical format-version-2 stream (docs/FORMAT.md §14.6),
 /// byte-identical to `cpu::compress_v2` (unless the codec's kernel constants set the writer's
-/// `compress_v2.POSITIONS_GAIN`, an A/B of tile choices): [`Codec::compress_v2`] on pieces of whole tiles that fit one
+/// `compress_v2.POSITIONS_GAIN`, an A/B of tile choices, to another value than
+/// [`crate::format::v2::POSITIONS_GAIN`]): [`Codec::compress_v2`] on pieces of whole tiles that fit one
 /// binding, each piece's stream read back and validated completely, its tiles then laid out in order
 /// (group bases, no gaps) by the host. Errors as [`compress_to_vec`]'s; a stream the GPU wrote wrongly
 /// would be `Error::Corrupt`, never a silent wrong answer.
