@@ -80,6 +80,19 @@ override LOOKBACK_PER_LANE: u32 = 1u;
 @group(0) @binding(5) var<storage, read_write> scan: array<atomic<u32>>;
 @group(0) @binding(6) var<uniform> p: Params;
 
+// SIGN_MODE: AT_RUN_TIME reads sign packing from the params; 0 or 1 fixes it for a pipeline the host
+// builds for calls of that mode (kernels.rs `Modes`), and ALL_FULL (lib/dense_in.wgsl) drops the
+// partial tile's code from dispatches without one, so the driver folds the other modes' code away.
+// Measured on an H100 (201M BF16 = 49,152 whole tiles, unordered, unpacked, ReLU², two runs each in one
+// call, against both read at run time, with the activation fixed too; benches/results/ab-thirtyfirst,
+// call 2): fused forward 0.4772 / 0.4070 / 0.3593 -> 0.4291 / 0.3573 / 0.3354 ms at ρ = 0.5 / 0.176 /
+// 0.05 (-10.1 / -12.2 / -6.6 %; without ALL_FULL +1.3 / -3.0 / -1.5 %), compress 0.2698 / 0.2166 /
+// 0.1996 -> 0.2578 / 0.2078 / 0.1939 (-4.4 / -4.1 / -2.8 %). The driver's code for the BF16 fused
+// forward: 31,488 -> 20,736 bytes, 32 -> 35 registers.
+const AT_RUN_TIME: u32 = 0xffffffffu;
+override SIGN_MODE: u32 = AT_RUN_TIME;
+fn sign_pack_of() -> u32 { return select(SIGN_MODE, p.sign_pack, SIGN_MODE == AT_RUN_TIME); }
+
 // DIRECT (unpacked 16- and 32-bit values, chosen by the host): no staging at all. Each value is stored
 // straight into its place in the stream by the thread that owns it, 16-bit values through a `u16` view
 // of the stream (`Features::SHADER_I16`), 32-bit ones as words. `UNIT`: the values per stream word.
@@ -497,7 +510,7 @@ fn lane_masks(tile: u32, li: u32, m: array<u32, ROUNDS>, store: bool) {
             }
         }
     }
-    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let tile_len = select(p.tail_len, TILE, full_tile(tile));
     let mwords = (tile_len + 31u) / 32u;
     let w = j * (WG * EPV / 32u) + li / ROUNDS;
     if store && w < mwords {
@@ -507,7 +520,7 @@ fn lane_masks(tile: u32, li: u32, m: array<u32, ROUNDS>, store: bool) {
 #else
 // Stores the tile's mask words (complete once the scan's barrier has passed).
 fn store_mask(tile: u32, lid: u32) {
-    let tile_len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let tile_len = select(p.tail_len, TILE, full_tile(tile));
     let mwords = (tile_len + 31u) / 32u;
     if lid < mwords {
         put_mask(p.mask_idx + tile * TILE_MASK_WORDS + lid, atomicLoad(&wg_mask[lid]));
@@ -611,7 +624,7 @@ fn compress(
         let ra = relu_act_vec(x, p.act);
         x = ra.r;
         let a = ra.a;
-        if tile < p.full_tiles {
+        if full_tile(tile) {
             a4[tile * VECS_PER_TILE + q] = a;
         } else {
             store_tail_vec(q, a, p.tail_len);
@@ -620,7 +633,7 @@ fn compress(
 #if FP8_STORE
         // Only the tensor's elements count: a partial tile's last word may hold one past its end.
         var xa = x;
-        if tile >= p.full_tiles {
+        if !full_tile(tile) {
             xa &= lane_mask16(valid_bits(tile, q));
         }
         amax = max(amax, amax_vec(xa));
@@ -629,7 +642,7 @@ fn compress(
 #endif
         let mr = nz_bits(x) & valid_bits(tile, q);
         m[r] = mr;
-        if p.sign_pack != 0u {
+        if sign_pack_of() != 0u {
             signs |= sign_bits(x) & mr;
         }
 #if UNORDERED && SUBGROUP && !FP8_STORE
@@ -654,8 +667,8 @@ fn compress(
 #if FP8_STORE
     atomicMax(&wg_amax, amax);
 #endif
-    let width = STORE_BITS - p.sign_pack;
-    if p.sign_pack != 0u && signs != 0u {
+    let width = STORE_BITS - sign_pack_of();
+    if sign_pack_of() != 0u && signs != 0u {
         atomicOr(&scan[SCAN_STATUS], SIGN_BIT_SET);
     }
 

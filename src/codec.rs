@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::format::{self, DType, Layout, Options, TILE};
 pub use crate::kernels::CodecPath;
 pub use crate::kernels::Staging;
-use crate::kernels::{Built, Elem, Fusion, Io, Kernels, Op, Sharing, Storage, TileOrder, Variant};
+use crate::kernels::{Built, Elem, Fusion, Io, Kernels, Modes, Op, Sharing, Storage, TileOrder, Variant};
 use crate::overlap::{self, Use};
 
 /// A byte range of a buffer: what the codec reads or writes. The buffer needs `STORAGE` usage; `offset`
@@ -330,7 +330,7 @@ impl Codec {
             // Pool allocators (Burn's) may put z and a, or g and dz, in one buffer: that variant too.
             let v = self.inner.kernels.variant(op, elem(dtype), Io::Arena, fusion, Storage::Native, f16_math)?;
             let v = self.inner.kernels.direct(Self::ordered(v, order)?, false);
-            self.shared_kernels(v, Sharing::Shared)?;
+            self.shared_kernels(v.with_modes(Modes::UNPACKED), Sharing::Shared)?;
         }
         Ok(())
     }
@@ -343,9 +343,10 @@ impl Codec {
         }
     }
 
-    /// The kernels of one variant (a compress's tiles in `order`), built on first use; for a compress
-    /// also its variant with direct stores ([`Kernels::direct`]: what an unpacked stream uses), so a
-    /// warm-up builds both.
+    /// Builds the kernels of one variant (a compress's tiles in `order`) that an unpacked stream of
+    /// whole tiles uses (its direct-store variant where it has one, [`Kernels::direct`]; built for
+    /// [`Modes::UNPACKED`]): what the warm-ups prepare. Other modes (sign packing, a partial tile) are
+    /// built on first use.
     fn kernels(
         &self,
         op: Op,
@@ -358,8 +359,7 @@ impl Codec {
     ) -> Result<Arc<Built>> {
         let k = &self.inner.kernels;
         let v = Self::ordered(k.variant(op, elem, io, fusion, storage, f16_math)?, order)?;
-        k.get(k.direct(v, false))?; // `v` itself where it has no direct variant: a cache hit below
-        k.get(v)
+        k.get(k.direct(v, false).with_modes(Modes::UNPACKED))
     }
 
     /// The kernels of `v` with `sharing`: a [`Sharing::Shared`] variant (inputs bound `read_write`, for
@@ -523,7 +523,18 @@ impl Codec {
         let f16_math = fusion != Fusion::None && dtype == DType::F16;
         let v = self.inner.kernels.variant(Op::Compress, elem(dtype), io, fusion, storage, f16_math)?;
         let v = self.inner.kernels.direct(Self::ordered(v, order)?, layout.options.sign_pack);
-        let k = self.shared_kernels(v, sharing)?;
+        // Pipelines built for this call's modes; a chunk of whole tiles takes the one without the
+        // partial tile's code.
+        let modes = Modes { sign_pack: Some(layout.options.sign_pack), all_full: false };
+        let mut k = None;
+        let mut k_full = None;
+        let mut kernels_of = |c: &Chunk| -> Result<Arc<Built>> {
+            let (cell, all_full) = if c.tail_len == 0 { (&mut k_full, true) } else { (&mut k, false) };
+            if cell.is_none() {
+                *cell = Some(self.shared_kernels(v.with_modes(Modes { all_full, ..modes }), sharing)?);
+            }
+            Ok(cell.clone().expect("set above"))
+        };
         let scan = self.scan_buffer(SCAN_HEAD_WORDS + chunk_tiles.min(layout.tiles.max(1)));
         let base = CompressParams {
             sign_pack: layout.options.sign_pack as u32,
@@ -538,6 +549,9 @@ impl Codec {
         };
         let stream = Self::stream_bindings(layout, &target);
         let mut last = None;
+        // `finish` takes the last chunk's bind group, so it comes from that chunk's pipelines (with no
+        // chunk, the partial-tile ones).
+        let mut last_k = None;
         for (ci, c) in chunks.iter().enumerate() {
             // The scan state is per chunk; status bits (word 0) accumulate over the chunks.
             let clear_from = if ci == 0 { 0 } else { 4 };
@@ -549,11 +563,17 @@ impl Codec {
             encoder.clear_buffer(&scan, clear_from, Some(scan_words * 4 - clear_from));
             let (binds, p) = self.compress_chunk(&input, layout, &target, c, dtype.bytes(), base);
             let binds = binds.into_iter().chain(stream.iter().cloned());
+            let kc = kernels_of(c)?;
             let mut pass = begin_pass(encoder, "bitsparse.compress");
-            let mut d = KernelDispatch::new(&self.inner.device, &mut pass, &k.main);
+            let mut d = KernelDispatch::new(&self.inner.device, &mut pass, &kc.main);
             d.bind(binds).bind([("scan", scan.as_entire_buffer_binding())]).params(&p);
             last = Some(d.dispatch(self.grid(c.tiles)));
+            last_k = Some(kc);
         }
+        let k = match last_k {
+            Some(k) => k,
+            None => kernels_of(&Chunk { first: 0, tiles: 0, full_tiles: 0, tail_len: 1 })?,
+        };
         self.record_finish(encoder, &k, &target, stream, &scan, last, &base);
         Ok(placement)
     }
@@ -974,7 +994,8 @@ impl Codec {
         let storage = if fp8.is_some() { Storage::Fp8 } else { Storage::Native };
         let f16_math = fusion != Fusion::None && dense == DType::F16;
         let v = self.inner.kernels.variant(Op::Decompress, elem(dense), source.io(), fusion, storage, f16_math)?;
-        let k = self.shared_kernels(v, sharing)?;
+        let modes = Modes { sign_pack: Some(layout.options.sign_pack), all_full: false };
+        let k = self.shared_kernels(v.with_modes(modes), sharing)?;
         let base = DecompressParams {
             sign_pack: layout.options.sign_pack as u32,
             slot: source.slot_word(),
