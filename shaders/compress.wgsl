@@ -80,17 +80,21 @@ override LOOKBACK_PER_LANE: u32 = 1u;
 @group(0) @binding(5) var<storage, read_write> scan: array<atomic<u32>>;
 @group(0) @binding(6) var<uniform> p: Params;
 
-// SIGN_MODE: AT_RUN_TIME reads sign packing from the params; 0 or 1 fixes it for a pipeline the host
-// builds for calls of that mode (kernels.rs `Modes`), and ALL_FULL (lib/dense_in.wgsl) drops the
-// partial tile's code from dispatches without one, so the driver folds the other modes' code away.
-// Measured on an H100 (201M BF16 = 49,152 whole tiles, unordered, unpacked, ReLU², two runs each in one
-// call, against both read at run time, with the activation fixed too; benches/results/ab-thirtyfirst,
-// call 2): fused forward 0.4772 / 0.4070 / 0.3593 -> 0.4291 / 0.3573 / 0.3354 ms at ρ = 0.5 / 0.176 /
-// 0.05 (-10.1 / -12.2 / -6.6 %; without ALL_FULL +1.3 / -3.0 / -1.5 %), compress 0.2698 / 0.2166 /
-// 0.1996 -> 0.2578 / 0.2078 / 0.1939 (-4.4 / -4.1 / -2.8 %). The driver's code for the BF16 fused
+// SIGN_MODE, ACT_MODE: AT_RUN_TIME reads sign packing and the fused forward's activation from the
+// params; a value (0 / 1; an activation code) fixes it for a pipeline the host builds for calls of that
+// mode (kernels.rs `Modes`), and ALL_FULL (lib/dense_in.wgsl) drops the partial tile's code from
+// dispatches without one, so the driver folds the other modes' code away. Measured on an H100 (201M
+// BF16 = 49,152 whole tiles, unordered, unpacked, ReLU², two runs each in one call, against all read at
+// run time; benches/results/ab-thirtyfirst, call 2): fused forward 0.4772 / 0.4070 / 0.3593 -> 0.4291
+// / 0.3573 / 0.3354 ms at ρ = 0.5 / 0.176 / 0.05 (-10.1 / -12.2 / -6.6 %), compress 0.2698 / 0.2166 /
+// 0.1996 -> 0.2578 / 0.2078 / 0.1939 (-4.4 / -4.1 / -2.8 %). The three go together: without ALL_FULL
+// the fused forward gained only +1.3 / -3.0 / -1.5 %, and with the activation read at run time it was
+// slower than today's kernel (+0 / +3.9 / +9.5 %, call 3). The driver's code for the BF16 fused
 // forward: 31,488 -> 20,736 bytes, 32 -> 35 registers.
 const AT_RUN_TIME: u32 = 0xffffffffu;
 override SIGN_MODE: u32 = AT_RUN_TIME;
+override ACT_MODE: u32 = AT_RUN_TIME;
+fn act_of() -> u32 { return select(ACT_MODE, p.act, ACT_MODE == AT_RUN_TIME); }
 fn sign_pack_of() -> u32 { return select(SIGN_MODE, p.sign_pack, SIGN_MODE == AT_RUN_TIME); }
 
 // DIRECT (unpacked 16- and 32-bit values, chosen by the host): no staging at all. Each value is stored
@@ -621,7 +625,7 @@ fn compress(
         let q = r * WG + li;
         var x = load_vec(tile, q);
 #if FUSED_FWD
-        let ra = relu_act_vec(x, p.act);
+        let ra = relu_act_vec(x, act_of());
         x = ra.r;
         let a = ra.a;
         if full_tile(tile) {

@@ -59,6 +59,13 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> out: array<atomic<u32>>;
 @group(0) @binding(3) var<uniform> p: Params;
 
+// SIGN_MODE: AT_RUN_TIME reads sign packing from the params; 0 or 1 fixes it for a pipeline the host
+// builds for calls of that mode, and ALL_FULL (lib/dense_in.wgsl) drops the partial tile's code from
+// tensors without one, as in compress.wgsl (kernels.rs `Modes`).
+const AT_RUN_TIME: u32 = 0xffffffffu;
+override SIGN_MODE: u32 = AT_RUN_TIME;
+fn sign_pack_of() -> u32 { return select(SIGN_MODE, p.sign_pack, SIGN_MODE == AT_RUN_TIME); }
+
 const MAGIC: u32 = 0x54505342u; // "BSPT"
 const SIGN_BIT_SET: u32 = 1u;
 const HDR_DATA_WORDS: u32 = 4u;
@@ -148,24 +155,24 @@ fn value_code(lo: u32, hi: u32) -> vec2<u32> {
 // Value width under value code `eb` (TileDesc::value_width).
 fn code_width(eb: u32) -> u32 {
     if eb == PLAIN {
-        return BITS - p.sign_pack;
+        return BITS - sign_pack_of();
     }
-    return (1u - p.sign_pack) + eb + p.mbits;
+    return (1u - sign_pack_of()) + eb + p.mbits;
 }
 
 // A tile's worst case: its mask and every value plain (format::v2::tile_capacity_words).
 fn capacity_words(len: u32) -> u32 {
-    return (len + 31u) / 32u + (len * (BITS - p.sign_pack) + 31u) / 32u;
+    return (len + 31u) / 32u + (len * (BITS - sign_pack_of()) + 31u) / 32u;
 }
 
 // The code of element `v` under (eb, emin) (cpu::v2::code_value).
 fn code_of(v: u32, code: vec2<u32>) -> u32 {
     if code.x == PLAIN {
-        return select(v, v & ~(1u << (BITS - 1u)), p.sign_pack != 0u);
+        return select(v, v & ~(1u << (BITS - 1u)), sign_pack_of() != 0u);
     }
     let m = p.mbits;
     var c = (v & ((1u << m) - 1u)) | ((exponent(v) - code.y) << m);
-    if p.sign_pack == 0u {
+    if sign_pack_of() == 0u {
         c |= (v >> (BITS - 1u)) << (m + code.x);
     }
     return c;
@@ -297,7 +304,7 @@ struct Coder {
 }
 
 fn coder(code: vec2<u32>) -> Coder {
-    let smask = select(SIGN, 0u, p.sign_pack != 0u);
+    let smask = select(SIGN, 0u, sign_pack_of() != 0u);
     if code.x == PLAIN {
         return Coder(0u, smask, 0u);
     }
@@ -480,7 +487,7 @@ fn compress(
         return;
     }
     let li = logical_index(lid, sg_id, sg_lane, sg_size);
-    let len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let len = select(p.tail_len, TILE, full_tile(tile));
     atomicStore(&wg_mask[lid], 0u);
     atomicStore(&wg_ef[lid], 0u);
     if lid == 0u {
@@ -511,7 +518,7 @@ fn compress(
         let valid = valid_bits(tile, q);
         let mr = nz_bits(x) & valid;
         m[r] = mr;
-        if p.sign_pack != 0u {
+        if sign_pack_of() != 0u {
             signs |= sign_bits(x) & mr;
         }
 #if BITS8
@@ -520,7 +527,7 @@ fn compress(
         hi = rg.y;
 #else
         var xv = x;
-        if tile >= p.full_tiles {
+        if !full_tile(tile) {
             xv &= lanes16(valid); // a partial tile's last word may hold an element past the tensor
         }
         let mags = xv & vec4<u32>(0x7fff7fffu);
@@ -546,7 +553,7 @@ fn compress(
     let hi = max(mmax_lo, mmax_hi >> 16u) >> p.mbits;
 #endif
     publish_range(lo, hi, sg_lane);
-    if p.sign_pack != 0u && signs != 0u {
+    if sign_pack_of() != 0u && signs != 0u {
         atomicOr(&out[HDR_STATUS], SIGN_BIT_SET);
     }
 #if BITS8
@@ -773,7 +780,7 @@ fn compress(
         return;
     }
     let li = logical_index(lid, sg_id, sg_lane, sg_size);
-    let len = select(TILE, p.tail_len, tile >= p.full_tiles);
+    let len = select(p.tail_len, TILE, full_tile(tile));
     atomicStore(&wg_mask[lid], 0u);
     if lid == 0u {
         atomicStore(&wg_lo, 0xffffffffu);
@@ -802,7 +809,7 @@ fn compress(
         }
     }
     publish_range(lo, hi, sg_lane);
-    if p.sign_pack != 0u && signs != 0u {
+    if sign_pack_of() != 0u && signs != 0u {
         atomicOr(&out[HDR_STATUS], SIGN_BIT_SET);
     }
     let rs = round_starts(m, li, sg_lane, sg_size);

@@ -31,16 +31,19 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> dst_tail: array<u32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-// SIGN_MODE: AT_RUN_TIME reads sign packing from the params; 0 or 1 fixes it for a pipeline the host
-// builds for calls of that mode (kernels.rs `Modes`), so the driver folds the other mode's code away.
-// Measured on an H100 (201M BF16, unpacked, ReLU², two runs each in one call, against it read at run
-// time, with the activation fixed too; benches/results/ab-thirtyfirst, call 2): decompress 0.2412 /
-// 0.1970 / 0.1819 -> 0.2281 / 0.1864 / 0.1702 ms at ρ = 0.5 / 0.176 / 0.05 (-5.4 / -5.4 / -6.4 %), the
-// fused backward (dL/dz only) -0.4 / -1.3 / -1.4 %, with `a` -0.1 to -0.2 %. Dropping the partial
-// tile's code as well (compress's ALL_FULL) made this kernel slower: the fused backward +7 to +9 % (80 B
-// of local memory), the decompress +2 to +3 % against SIGN_MODE alone.
+// SIGN_MODE, ACT_MODE: AT_RUN_TIME reads sign packing and the fused backward's activation from the
+// params; a value (0 / 1; an activation code) fixes it for a pipeline the host builds for calls of that
+// mode (kernels.rs `Modes`), so the driver folds the other modes' code away. Measured on an H100 (201M
+// BF16, unpacked, ReLU², two runs each in one call, against both read at run time;
+// benches/results/ab-thirtyfirst, call 2): decompress 0.2412 / 0.1970 / 0.1819 -> 0.2281 / 0.1864 /
+// 0.1702 ms at ρ = 0.5 / 0.176 / 0.05 (-5.4 / -5.4 / -6.4 %), the fused backward (dL/dz only) -0.4 /
+// -1.3 / -1.4 %, with `a` -0.1 to -0.2 %. Dropping the partial tile's code as well (compress's
+// ALL_FULL) made this kernel slower: the fused backward +7 to +9 % (80 B of local memory), the
+// decompress +2 to +3 % against SIGN_MODE and ACT_MODE alone.
 const AT_RUN_TIME: u32 = 0xffffffffu;
 override SIGN_MODE: u32 = AT_RUN_TIME;
+override ACT_MODE: u32 = AT_RUN_TIME;
+fn act_of() -> u32 { return select(ACT_MODE, p.act, ACT_MODE == AT_RUN_TIME); }
 fn sign_pack_of() -> u32 { return select(SIGN_MODE, p.sign_pack, SIGN_MODE == AT_RUN_TIME); }
 
 #include "lib/arena_ctrl.wgsl"
@@ -400,7 +403,7 @@ fn decompress(
 #endif
 #if FUSED_BWD
         if p.write_a != 0u {
-            let a = act_vec(v, p.act);
+            let a = act_vec(v, act_of());
             if tile < p.full_tiles {
                 a4[tile * VECS_PER_TILE + q] = a;
             } else {
@@ -415,7 +418,7 @@ fn decompress(
                 }
             }
         }
-        v = grad_vec(v, g, p.act);
+        v = grad_vec(v, g, act_of());
 #endif
         if tile < p.full_tiles {
             dst4[tile * VECS_PER_TILE + q] = v;

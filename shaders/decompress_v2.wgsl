@@ -42,6 +42,12 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> dst_tail: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
+// SIGN_MODE: AT_RUN_TIME reads sign packing from the params; 0 or 1 fixes it for a pipeline the host
+// builds for calls of that mode, as in decompress.wgsl (kernels.rs `Modes`).
+const AT_RUN_TIME: u32 = 0xffffffffu;
+override SIGN_MODE: u32 = AT_RUN_TIME;
+fn sign_pack_of() -> u32 { return select(SIGN_MODE, p.sign_pack, SIGN_MODE == AT_RUN_TIME); }
+
 #include "lib/elem.wgsl"
 #include "lib/v2.wgsl"
 
@@ -101,9 +107,9 @@ fn read_bits(bit: u32, width: u32) -> u32 {
 fn value_width(d: u32) -> u32 {
     let eb = (d >> 2u) & 15u;
     if eb == PLAIN {
-        return BITS - p.sign_pack;
+        return BITS - sign_pack_of();
     }
-    return (1u - p.sign_pack) + eb + p.mbits;
+    return (1u - sign_pack_of()) + eb + p.mbits;
 }
 
 // Words of a tile's data (format::v2::TileDesc::words).
@@ -158,7 +164,7 @@ fn tile_code(d: u32) -> Code {
     }
     let m = p.mbits;
     let add = ((d >> 6u) & 0xffu) << m;
-    return Code(width, ((1u << (m + eb)) - 1u) * REP, add * REP, BITS - 1u - (m + eb), select(REP << (BITS - 1u), 0u, p.sign_pack != 0u));
+    return Code(width, ((1u << (m + eb)) - 1u) * REP, add * REP, BITS - 1u - (m + eb), select(REP << (BITS - 1u), 0u, sign_pack_of() != 0u));
 }
 
 #if SUBGROUP

@@ -227,10 +227,12 @@ struct Inner {
     dummy_rw: wgpu::Buffer,
     dummy_rw2: wgpu::Buffer,
     dummy_rw3: wgpu::Buffer,
-    /// `shaders/decompress_v2.wgsl` for 8-, 16- and 32-bit elements, each built on first use.
-    v2_decoder: [OnceLock<crate::dispatch::Kernel>; 3],
-    /// `shaders/compress_v2.wgsl` (`header`, `compress`) for 8-, 16- and 32-bit elements, built on first use.
-    v2_encoder: [OnceLock<(crate::dispatch::Kernel, crate::dispatch::Kernel)>; 3],
+    /// `shaders/decompress_v2.wgsl` for 8-, 16- and 32-bit elements, each built on first use for each
+    /// sign mode ([`v2_slot`]; the slots of `all_full` stay empty).
+    v2_decoder: [OnceLock<crate::dispatch::Kernel>; 12],
+    /// `shaders/compress_v2.wgsl` (`header`, `compress`) for 8-, 16- and 32-bit elements, built on first
+    /// use for each sign mode and for tensors with and without a partial tile ([`v2_slot`]).
+    v2_encoder: [OnceLock<(crate::dispatch::Kernel, crate::dispatch::Kernel)>; 12],
 }
 
 /// The GPU codec of one device. Cheap to clone.
@@ -300,8 +302,8 @@ impl Codec {
                 dummy_rw,
                 dummy_rw2,
                 dummy_rw3,
-                v2_decoder: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
-                v2_encoder: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
+                v2_decoder: std::array::from_fn(|_| OnceLock::new()),
+                v2_encoder: std::array::from_fn(|_| OnceLock::new()),
             }),
         })
     }
@@ -330,7 +332,9 @@ impl Codec {
             // Pool allocators (Burn's) may put z and a, or g and dz, in one buffer: that variant too.
             let v = self.inner.kernels.variant(op, elem(dtype), Io::Arena, fusion, Storage::Native, f16_math)?;
             let v = self.inner.kernels.direct(Self::ordered(v, order)?, false);
-            self.shared_kernels(v.with_modes(Modes::UNPACKED), Sharing::Shared)?;
+            for modes in Self::warm_modes(fusion, f16_math) {
+                self.shared_kernels(v.with_modes(modes), Sharing::Shared)?;
+            }
         }
         Ok(())
     }
@@ -344,9 +348,9 @@ impl Codec {
     }
 
     /// Builds the kernels of one variant (a compress's tiles in `order`) that an unpacked stream of
-    /// whole tiles uses (its direct-store variant where it has one, [`Kernels::direct`]; built for
-    /// [`Modes::UNPACKED`]): what the warm-ups prepare. Other modes (sign packing, a partial tile) are
-    /// built on first use.
+    /// whole tiles uses (its direct-store variant where it has one, [`Kernels::direct`]), for each
+    /// activation a fused variant may run ([`Self::warm_modes`]): what the warm-ups prepare. Other
+    /// modes (sign packing, a partial tile) are built on first use.
     fn kernels(
         &self,
         op: Op,
@@ -356,10 +360,27 @@ impl Codec {
         storage: Storage,
         f16_math: bool,
         order: TileOrder,
-    ) -> Result<Arc<Built>> {
+    ) -> Result<()> {
         let k = &self.inner.kernels;
-        let v = Self::ordered(k.variant(op, elem, io, fusion, storage, f16_math)?, order)?;
-        k.get(k.direct(v, false).with_modes(Modes::UNPACKED))
+        let v = k.direct(Self::ordered(k.variant(op, elem, io, fusion, storage, f16_math)?, order)?, false);
+        for modes in Self::warm_modes(fusion, f16_math) {
+            k.get(v.with_modes(modes))?;
+        }
+        Ok(())
+    }
+
+    /// The modes the warm-ups build a variant for: unpacked values and whole tiles, and for a fused
+    /// kernel each activation (F16's stepwise ReLU² too, what Burn's F16 computes on GPUs with native
+    /// F16 arithmetic).
+    fn warm_modes(fusion: Fusion, f16_math: bool) -> Vec<Modes> {
+        if fusion == Fusion::None {
+            return vec![Modes::unpacked(None)];
+        }
+        let mut acts = vec![Activation::Relu, Activation::Relu2];
+        if f16_math {
+            acts.push(Activation::Relu2Stepwise);
+        }
+        acts.into_iter().map(|a| Modes::unpacked(Some(a.code()))).collect()
     }
 
     /// The kernels of `v` with `sharing`: a [`Sharing::Shared`] variant (inputs bound `read_write`, for
@@ -525,7 +546,11 @@ impl Codec {
         let v = self.inner.kernels.direct(Self::ordered(v, order)?, layout.options.sign_pack);
         // Pipelines built for this call's modes; a chunk of whole tiles takes the one without the
         // partial tile's code.
-        let modes = Modes { sign_pack: Some(layout.options.sign_pack), all_full: false };
+        let modes = Modes {
+            sign_pack: Some(layout.options.sign_pack),
+            act: target.act().map(Activation::code),
+            all_full: false,
+        };
         let mut k = None;
         let mut k_full = None;
         let mut kernels_of = |c: &Chunk| -> Result<Arc<Built>> {
@@ -844,11 +869,13 @@ impl Codec {
             ));
         }
         // Built on first use, with the override constants computed only then, not on every recorded call.
-        let cell = &self.inner.v2_encoder[v2_slot(dtype)];
+        let modes = Modes { sign_pack: Some(options.sign_pack), act: None, all_full: n % TILE as u64 == 0 };
+        let cell = &self.inner.v2_encoder[v2_slot(dtype, modes)];
         let (header, main) = match cell.get() {
             Some(k) => k,
             None => {
-                let constants = self.inner.kernels.constants("compress_v2")?;
+                let mut constants = self.inner.kernels.constants("compress_v2")?;
+                constants.extend(modes.constants());
                 cell.get_or_init(|| {
                     let program = self.v2_program("compress_v2.wgsl", dtype);
                     (
@@ -958,11 +985,14 @@ impl Codec {
         };
         let (dst4, dst_tail) =
             self.dense_windows(&output, &chunk, layout.dtype.bytes(), &self.inner.dummy_rw.as_entire_buffer_binding());
-        let kernel = self.inner.v2_decoder[v2_slot(layout.dtype)].get_or_init(|| {
+        // Built for the stream's sign mode (no `all_full`: the version-1 decoder was slower with it).
+        let modes = Modes { sign_pack: Some(layout.options.sign_pack), act: None, all_full: false };
+        let kernel = self.inner.v2_decoder[v2_slot(layout.dtype, modes)].get_or_init(|| {
             // Trusted (no injected bounds checks or loop counters): every workgroup index is bounded by
             // the tile geometry or clamped, every loop by it too, and storage accesses are covered by
             // robust buffer access. Measured on the H200: docs/PERFORMANCE.md ("Format version 2").
-            self.v2_program("decompress_v2.wgsl", layout.dtype).kernel(&self.inner.device, "decompress_v2", &[])
+            let program = self.v2_program("decompress_v2.wgsl", layout.dtype);
+            program.kernel(&self.inner.device, "decompress_v2", &modes.constants())
         });
         let mut pass = begin_pass(encoder, "bitsparse.decompress_v2");
         KernelDispatch::new(&self.inner.device, &mut pass, kernel)
@@ -994,7 +1024,11 @@ impl Codec {
         let storage = if fp8.is_some() { Storage::Fp8 } else { Storage::Native };
         let f16_math = fusion != Fusion::None && dense == DType::F16;
         let v = self.inner.kernels.variant(Op::Decompress, elem(dense), source.io(), fusion, storage, f16_math)?;
-        let modes = Modes { sign_pack: Some(layout.options.sign_pack), all_full: false };
+        let modes = Modes {
+            sign_pack: Some(layout.options.sign_pack),
+            act: fused.as_ref().map(|f| f.act.code()),
+            all_full: false,
+        };
         let k = self.shared_kernels(v.with_modes(modes), sharing)?;
         let base = DecompressParams {
             sign_pack: layout.options.sign_pack as u32,
@@ -1179,13 +1213,14 @@ impl Codec {
     }
 }
 
-/// The index of `dtype`'s element width (8, 16, 32 bits) in the version-2 kernel arrays.
-fn v2_slot(dtype: DType) -> usize {
-    match dtype.bits() {
+/// The index of the version-2 pipelines of `dtype`'s width built for `modes` (sign packing fixed).
+fn v2_slot(dtype: DType, modes: Modes) -> usize {
+    let width = match dtype.bits() {
         8 => 0,
         32 => 2,
         _ => 1,
-    }
+    };
+    width * 4 + 2 * modes.sign_pack.unwrap_or(false) as usize + modes.all_full as usize
 }
 
 /// The element width of dense `dtype`.

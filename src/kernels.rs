@@ -335,30 +335,38 @@ pub enum VariantError {
     OrderNeedsCompress,
 }
 
-/// What a call fixes that its kernel would otherwise read from its params at run time: sign packing and
-/// (compress) whether every tile of the dispatch is whole. A pipeline built for fixed modes gets them as
-/// override constants (`SIGN_MODE`, `ALL_FULL`) and the driver drops the other modes' code: on an H100
-/// the BF16 fused forward 7–12 % faster, the decompress 5–6 % (compress.wgsl and decompress.wgsl give
-/// the figures). `None` / `false`: read at run time (the pipeline serves every mode). The decompress
-/// takes no `all_full` (it was slower with it); the activation stays a run-time choice, so one fused
-/// pipeline serves ReLU and ReLU² and the warm-ups build no more pipelines than before.
+/// What a call fixes that its kernel would otherwise read from its params at run time: sign packing,
+/// the fused activation and (compress) whether every tile of the dispatch is whole. A pipeline built
+/// for fixed modes gets them as override constants (`SIGN_MODE`, `ACT_MODE`, `ALL_FULL`) and the driver
+/// drops the other modes' code: on an H100 the BF16 fused forward 7–12 % faster, the compress 3–4 %, the
+/// decompress 5–6 % (compress.wgsl and decompress.wgsl give the figures). Only the whole set was
+/// faster: the fused forward with its activation read at run time was slower than with nothing fixed.
+/// `None` / `false`: read at run time (the pipeline serves every mode). The decompress takes no
+/// `all_full` (it was slower with it).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Modes {
     /// Sign packing of the stream.
     pub sign_pack: Option<bool>,
+    /// The fused kernel's activation ([`crate::activation::Activation::code`]); fused variants only.
+    pub act: Option<u32>,
     /// Every tile of the dispatch is whole (a compress's chunk without a partial tile).
     pub all_full: bool,
 }
 
 impl Modes {
-    /// The modes the warm-ups build for: unpacked values, whole tiles.
-    pub(crate) const UNPACKED: Modes = Modes { sign_pack: Some(false), all_full: true };
+    /// The modes the warm-ups build for: unpacked values, whole tiles, activation code `act`.
+    pub(crate) fn unpacked(act: Option<u32>) -> Modes {
+        Modes { sign_pack: Some(false), act, all_full: true }
+    }
 
     /// The override constants of these modes.
-    fn constants(&self) -> Vec<(&'static str, f64)> {
+    pub(crate) fn constants(&self) -> Vec<(&'static str, f64)> {
         let mut c = Vec::new();
         if let Some(s) = self.sign_pack {
             c.push(("SIGN_MODE", s as u32 as f64));
+        }
+        if let Some(a) = self.act {
+            c.push(("ACT_MODE", a as f64));
         }
         if self.all_full {
             c.push(("ALL_FULL", 1.0));
@@ -467,9 +475,14 @@ impl Variant {
         Ok(Variant { order, ..self })
     }
 
-    /// The same variant built for `modes`; `all_full` only on a compress (a decompress drops it).
+    /// The same variant built for `modes`: an activation only on a fused variant, `all_full` only on a
+    /// compress (elsewhere they are dropped: the kernel has no such mode).
     pub fn with_modes(self, modes: Modes) -> Variant {
-        let modes = Modes { all_full: modes.all_full && self.op == Op::Compress, ..modes };
+        let modes = Modes {
+            sign_pack: modes.sign_pack,
+            act: modes.act.filter(|_| self.fusion != Fusion::None),
+            all_full: modes.all_full && self.op == Op::Compress,
+        };
         Variant { modes, ..self }
     }
 
@@ -597,7 +610,7 @@ impl Kernels {
             for elem in [Elem::Bits16, Elem::Bits8, Elem::Bits32] {
                 let v = k.variant(op, elem, Io::Buffer, Fusion::None, Storage::Native, false)?;
                 // What an unpacked stream of whole tiles uses (its direct-store variant where it has one).
-                k.get(k.direct(v, false).with_modes(Modes::UNPACKED))?;
+                k.get(k.direct(v, false).with_modes(Modes::unpacked(None)))?;
             }
         }
         Ok(k)
@@ -879,17 +892,17 @@ mod tests {
         }
         // The modes' constants too (a renamed override would leave every pipeline reading its mode at
         // run time), on every variant of each kernel; a decompress has no `all_full`.
-        let all = Modes { sign_pack: Some(true), all_full: true };
+        let all = Modes { sign_pack: Some(true), act: Some(1), all_full: true };
         for (v, file, names) in [
             (
                 Variant::new(Op::Compress, Elem::Bits16, Io::Arena, Fusion::Forward, Storage::Native).unwrap(),
                 "compress.wgsl",
-                &["SIGN_MODE", "ALL_FULL"][..],
+                &["SIGN_MODE", "ACT_MODE", "ALL_FULL"][..],
             ),
             (
-                Variant::new(Op::Decompress, Elem::Bits16, Io::Buffer, Fusion::None, Storage::Native).unwrap(),
+                Variant::new(Op::Decompress, Elem::Bits16, Io::Arena, Fusion::Backward, Storage::Native).unwrap(),
                 "decompress.wgsl",
-                &["SIGN_MODE"][..],
+                &["SIGN_MODE", "ACT_MODE"][..],
             ),
         ] {
             let names_set: Vec<_> = v.with_modes(all).modes().constants().into_iter().map(|(n, _)| n).collect();
@@ -903,6 +916,9 @@ mod tests {
             }
         }
         assert!(Modes::default().constants().is_empty(), "default modes are read at run time");
+        // An unfused kernel has no activation to fix (a pipeline per activation would be a waste).
+        let plain = Variant::new(Op::Compress, Elem::Bits16, Io::Buffer, Fusion::None, Storage::Native).unwrap();
+        assert_eq!(plain.with_modes(all).modes().act, None);
         // And the table follows the defines: SCAN_SLOTS only where the subgroup scan is compiled in.
         let sub = crate::shaders::interface("decompress.wgsl", &["SUBGROUP"]).unwrap();
         let portable = crate::shaders::interface("decompress.wgsl", &[]).unwrap();

@@ -1,7 +1,10 @@
 #!/bin/bash
 # Thirty-first session, call 2: the codec kernels specialised by override constants (one binary,
 # .devbin/codec_k and ps_k of the working tree with the SIGN_MODE / ACT_MODE / ALL_FULL knobs; carry
-# `.gl` and `.devbin`), interleaved b1 s1 f1 b2 s2 f2:
+# `.gl` and `.devbin`), interleaved b1 s1 f1 b2 s2 f2. The knobs (TUNABLE entries `compress.SIGN_MODE`
+# ... and `ACT_MODE`) existed only in that working tree: 872d718 made the host choose the modes for
+# each call (kernels.rs `Modes`), without ACT_MODE and without ALL_FULL for the decompress, and this
+# script no longer runs against later commits.
 #   b  no constants: sign packing, the activation and the partial tile tested at run time (today);
 #   s  compress and decompress built for unpacked values and ReLU² (SIGN_MODE=0, ACT_MODE=1);
 #   f  s and built for dispatches without a partial tile (ALL_FULL=1; 201M = 49,152 whole tiles).
