@@ -7,10 +7,12 @@
 #   hD  compress and decompress, versions 1 and 2, both sign modes; then, if time allows, Burn's F32
 #       ReLU² block test twice with cubecl's autotune decisions (which matmul kernels the two twins run),
 #       the two-device Burn test, F16/F32 training-path rows (hF) and e4m3 (hE).
-# Runs past LIMIT seconds (default 380) are skipped: call with timeout_s ≈ LIMIT + 70.
-R=/tmp/res66
+# Runs past LIMIT seconds (default 380) are skipped: call with timeout_s ≈ LIMIT + 70. R names the results
+# folder (/tmp/res66 by default; the thirty-first session's run71.sh sets /tmp/res71).
+R=${R:-/tmp/res66}
 LIMIT=${LIMIT:-380}
 . benches/results/device-call.sh
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
 .devbin/ps_h --policy unchecked --filter FUSED_BWD > $R/stats_bwd.txt 2>&1
 export BITSPARSE_BENCH_SIZES=201326592 BITSPARSE_BENCH_REPS=20 BITSPARSE_BENCH_TILE_ORDER=unordered
 export BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.05 BITSPARSE_BENCH_SIGN_PACK=off
