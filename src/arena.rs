@@ -258,7 +258,9 @@ impl Arena {
 
     /// Builds now the kernels that [`Arena::fused_forward_dtype`] and [`Arena::fused_backward`] use for
     /// `dtype` (BF16's are built with the arena; F16's and F32's on first use otherwise), so that a
-    /// training step does not build pipelines.
+    /// training step does not build pipelines. Pipelines are built per mode ([`crate::kernels::Modes`]):
+    /// these are the ones of unpacked streams of whole tiles (tensors of a multiple of 4,096 elements),
+    /// for each activation; sign-packed streams and tensors with a partial tile build theirs on first use.
     pub fn prepare_fused(&self, dtype: DType) -> Result<()> {
         Self::fused_dtype(dtype)?;
         self.codec.warm_fused_variants(dtype, self.config.tile_order)
