@@ -91,11 +91,9 @@ override LOOKBACK_PER_LANE: u32 = 1u;
 // the fused forward gained only +1.3 / -3.0 / -1.5 %, and with the activation read at run time it was
 // slower than today's kernel (+0 / +3.9 / +9.5 %, call 3). The driver's code for the BF16 fused
 // forward: 31,488 -> 20,736 bytes, 32 -> 35 registers.
-const AT_RUN_TIME: u32 = 0xffffffffu;
-override SIGN_MODE: u32 = AT_RUN_TIME;
+#include "lib/modes.wgsl"
 override ACT_MODE: u32 = AT_RUN_TIME;
 fn act_of() -> u32 { return select(ACT_MODE, p.act, ACT_MODE == AT_RUN_TIME); }
-fn sign_pack_of() -> u32 { return select(SIGN_MODE, p.sign_pack, SIGN_MODE == AT_RUN_TIME); }
 
 // DIRECT (unpacked 16- and 32-bit values, chosen by the host): no staging at all. Each value is stored
 // straight into its place in the stream by the thread that owns it, 16-bit values through a `u16` view

@@ -62,9 +62,7 @@ struct Params {
 // SIGN_MODE: AT_RUN_TIME reads sign packing from the params; 0 or 1 fixes it for a pipeline the host
 // builds for calls of that mode, and ALL_FULL (lib/dense_in.wgsl) drops the partial tile's code from
 // tensors without one, as in compress.wgsl (kernels.rs `Modes`).
-const AT_RUN_TIME: u32 = 0xffffffffu;
-override SIGN_MODE: u32 = AT_RUN_TIME;
-fn sign_pack_of() -> u32 { return select(SIGN_MODE, p.sign_pack, SIGN_MODE == AT_RUN_TIME); }
+#include "lib/modes.wgsl"
 
 const MAGIC: u32 = 0x54505342u; // "BSPT"
 const SIGN_BIT_SET: u32 = 1u;

@@ -40,11 +40,9 @@ struct Params {
 // -1.3 / -1.4 %, with `a` -0.1 to -0.2 %. Dropping the partial tile's code as well (compress's
 // ALL_FULL) made this kernel slower: the fused backward +7 to +9 % (80 B of local memory), the
 // decompress +2 to +3 % against SIGN_MODE and ACT_MODE alone.
-const AT_RUN_TIME: u32 = 0xffffffffu;
-override SIGN_MODE: u32 = AT_RUN_TIME;
+#include "lib/modes.wgsl"
 override ACT_MODE: u32 = AT_RUN_TIME;
 fn act_of() -> u32 { return select(ACT_MODE, p.act, ACT_MODE == AT_RUN_TIME); }
-fn sign_pack_of() -> u32 { return select(SIGN_MODE, p.sign_pack, SIGN_MODE == AT_RUN_TIME); }
 
 #include "lib/arena_ctrl.wgsl"
 

@@ -44,9 +44,7 @@ struct Params {
 
 // SIGN_MODE: AT_RUN_TIME reads sign packing from the params; 0 or 1 fixes it for a pipeline the host
 // builds for calls of that mode, as in decompress.wgsl (kernels.rs `Modes`).
-const AT_RUN_TIME: u32 = 0xffffffffu;
-override SIGN_MODE: u32 = AT_RUN_TIME;
-fn sign_pack_of() -> u32 { return select(SIGN_MODE, p.sign_pack, SIGN_MODE == AT_RUN_TIME); }
+#include "lib/modes.wgsl"
 
 #include "lib/elem.wgsl"
 #include "lib/v2.wgsl"
