@@ -521,33 +521,41 @@ fn arena_ring_fifo_across_micro_batches(ctx: GpuContext) {
 /// A ring whose next tensor wraps to the arena's start and does not fit before the oldest live tensor:
 /// the slot's limit then lies inside the buffer, just before live data, so a tile that writes past it
 /// (the per-tile `fits` test of compress.wgsl) would damage that tensor. The wrapped push (a plain
-/// compress, then the fused forward) must be flagged, write nothing at or past its limit, and leave the
-/// live tensor decoding bit-exactly. (Where the limit is the buffer's end, as in
-/// `arena_overflow_is_detected_and_contained`, a write past it is dropped by the bounds checks and no
-/// test could see it.)
+/// compress of BF16 through the staging and the direct stores and of F32, and the BF16 fused forward)
+/// must be flagged, write nothing at or past its limit, and leave the live tensor decoding bit-exactly.
+/// (Where the limit is the buffer's end, as in `arena_overflow_is_detected_and_contained`, a write past
+/// it is dropped by the bounds checks and no test could see it.)
 fn arena_ring_overflow_spares_the_live_tensor(ctx: GpuContext) {
-    let codec = Codec::new(&ctx.device).unwrap();
     let n = 6 * 4096u64;
-    let bytes = n * 2;
-    let worst = bitsparse::Layout::new(DType::Bf16, n, Options::default()).unwrap().capacity_bytes();
-    for fused in [false, true] {
+    let cases = [
+        (DType::Bf16, Staging::Auto, false),
+        (DType::Bf16, Staging::Auto, true),
+        (DType::Bf16, Staging::Direct, false),
+        (DType::F32, Staging::Auto, false),
+    ];
+    for (dtype, staging, fused) in cases {
+        let codec =
+            Codec::with_config(&ctx.device, CodecConfig { staging: Some(staging), ..Default::default() }).unwrap();
+        let bytes = n * dtype.bytes();
+        let worst = bitsparse::Layout::new(dtype, n, Options::default()).unwrap().capacity_bytes();
         // A (ρ = 0.7, about 0.7 of the worst case) and B (ρ = 0.05) are pushed; A is released, so the
         // dense C no longer fits after B and goes to the start, limited to just before B.
         let a = arena(&ctx, &codec, (worst + worst / 4).next_multiple_of(16));
-        let da = cpu::synthetic_relu2(n as usize, 0.7, DType::Bf16, 11);
-        let db = cpu::synthetic_relu2(n as usize, 0.05, DType::Bf16, 12);
-        let dc = cpu::synthetic_relu2(n as usize, 1.0, DType::Bf16, 13);
+        let da = cpu::synthetic_relu2(n as usize, 0.7, dtype, 11);
+        let db = cpu::synthetic_relu2(n as usize, 0.05, dtype, 12);
+        let dc = cpu::synthetic_relu2(n as usize, 1.0, dtype, 13);
         let (ia, ib, ic) = (buf(&ctx, &da), buf(&ctx, &db), buf(&ctx, &dc));
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         a.reset(&mut enc);
-        let sa = a.push(&mut enc, BufferRange::new(&ia, 0, bytes), DType::Bf16, n, Options::default()).unwrap();
-        let sb = a.push(&mut enc, BufferRange::new(&ib, 0, bytes), DType::Bf16, n, Options::default()).unwrap();
+        let sa = a.push(&mut enc, BufferRange::new(&ia, 0, bytes), dtype, n, Options::default()).unwrap();
+        let sb = a.push(&mut enc, BufferRange::new(&ib, 0, bytes), dtype, n, Options::default()).unwrap();
         a.release_front(&mut enc, sa).unwrap();
         submit(&ctx, enc);
         a.read_status(&ctx.queue).unwrap().check().unwrap();
         let ctrl: Vec<u32> = bytemuck::pod_collect_to_vec(&read(&ctx, a.ctrl_buffer(), 64));
         let (head, tail) = (ctrl[0] as u64, ctrl[4] as u64);
-        assert!(tail > 0 && head > tail, "A released, B live: head {head}, tail {tail}");
+        let what = format!("{dtype} {staging:?} {}", if fused { "fused forward" } else { "push" });
+        assert!(tail > 0 && head > tail, "{what}: A released, B live: head {head}, tail {tail}");
         let before = read(&ctx, a.buffer(), a.capacity_bytes());
 
         let a_out = canary(&ctx, bytes);
@@ -556,14 +564,13 @@ fn arena_ring_overflow_spares_the_live_tensor(ctx: GpuContext) {
             let c = BufferRange::new(&ic, 0, bytes);
             a.fused_forward(&mut enc, c, n, Activation::Relu, Options::default(), BufferRange::new(&a_out, 0, bytes))
         } else {
-            a.push(&mut enc, BufferRange::new(&ic, 0, bytes), DType::Bf16, n, Options::default())
+            a.push(&mut enc, BufferRange::new(&ic, 0, bytes), dtype, n, Options::default())
         }
         .unwrap();
         let (ob, oc) = (canary(&ctx, bytes), canary(&ctx, bytes));
         a.decompress(&mut enc, &sb, BufferRange::new(&ob, 0, bytes)).unwrap();
         a.decompress(&mut enc, &sc, BufferRange::new(&oc, 0, bytes)).unwrap();
         submit(&ctx, enc);
-        let what = if fused { "fused forward" } else { "push" };
         let st = a.read_status(&ctx.queue).unwrap();
         assert!(matches!(st.check(), Err(Error::ArenaOverflow { .. })), "{what}: expected ArenaOverflow, got {st:?}");
         let (sc_status, _) = a.read_slot(&ctx.queue, &sc).unwrap();
