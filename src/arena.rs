@@ -42,6 +42,9 @@ pub mod ctrl {
     pub const CAP: u64 = 3;
     /// Oldest live word of a ring (FIFO release); 0 otherwise.
     pub const TAIL: u64 = 4;
+    /// Words kept free before a wrapped ring's tail: a slot placed before the tail may write below
+    /// `TAIL - RING_GAP` only.
+    pub const RING_GAP: u64 = 4;
     /// First slot descriptor.
     pub const SLOTS: u64 = 8;
     /// Words per slot descriptor: base, status, value words, limit, amax_accum, scale_used, head before

@@ -2,7 +2,7 @@
 //! the CPU reference, overflow handling (`arena_overflow_*`) and a whole step with no host
 //! synchronisation (`no_host_sync_*`).
 
-use bitsparse::arena::{Arena, ArenaConfig, ArenaSizer, Slot};
+use bitsparse::arena::{ctrl, Arena, ArenaConfig, ArenaSizer, Slot};
 use bitsparse::conformance::LENGTHS;
 use bitsparse::cpu::act::{self, Activation};
 use bitsparse::host::context::GpuContext;
@@ -552,8 +552,8 @@ fn arena_ring_overflow_spares_the_live_tensor(ctx: GpuContext) {
         a.release_front(&mut enc, sa).unwrap();
         submit(&ctx, enc);
         a.read_status(&ctx.queue).unwrap().check().unwrap();
-        let ctrl: Vec<u32> = bytemuck::pod_collect_to_vec(&read(&ctx, a.ctrl_buffer(), 64));
-        let (head, tail) = (ctrl[0] as u64, ctrl[4] as u64);
+        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&read(&ctx, a.ctrl_buffer(), 64));
+        let (head, tail) = (words[ctrl::HEAD as usize] as u64, words[ctrl::TAIL as usize] as u64);
         let what = format!("{dtype} {staging:?} {}", if fused { "fused forward" } else { "push" });
         assert!(tail > 0 && head > tail, "{what}: A released, B live: head {head}, tail {tail}");
         let before = read(&ctx, a.buffer(), a.capacity_bytes());
@@ -575,8 +575,8 @@ fn arena_ring_overflow_spares_the_live_tensor(ctx: GpuContext) {
         assert!(matches!(st.check(), Err(Error::ArenaOverflow { .. })), "{what}: expected ArenaOverflow, got {st:?}");
         let (sc_status, _) = a.read_slot(&ctx.queue, &sc).unwrap();
         assert_eq!(sc_status & 2, 2, "{what}: overflow bit on the wrapped slot");
-        // The wrapped slot may write below the ring's tail less its gap of 4 words (arena.wgsl:reserve).
-        let limit = (tail as usize - 4) * 4;
+        // The wrapped slot may write below the ring's tail less its gap (arena.wgsl:reserve).
+        let limit = ((tail - ctrl::RING_GAP) * 4) as usize;
         let after = read(&ctx, a.buffer(), a.capacity_bytes());
         assert!(after[limit..] == before[limit..], "{what}: the overflowing push wrote at or past its limit");
         assert!(read(&ctx, &ob, bytes) == db, "{what}: the live tensor did not round-trip");
