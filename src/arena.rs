@@ -50,10 +50,22 @@ pub mod ctrl {
     /// Words per slot descriptor: base, status, value words, limit, amax_accum, scale_used, head before
     /// the reservation, spare.
     pub const SLOT_STRIDE: u64 = 8;
+    /// Slot word: the arena word where the slot's stream starts.
+    pub const SLOT_BASE: u64 = 0;
+    /// Slot word: its status bits (`format::status`), 0 for a valid stream.
+    pub const SLOT_STATUS: u64 = 1;
+    /// Slot word: the value words its last compress wrote.
+    pub const SLOT_WORDS: u64 = 2;
+    /// Slot word: the slot may write below this arena word only.
+    pub const SLOT_LIMIT: u64 = 3;
     /// Slot word: FP8 storage, the amax (f32 bits) of the source seen by the slot's last FP8 compress.
     pub const SLOT_AMAX: u64 = 4;
     /// Slot word: FP8 storage, the scale (f32 bits) its last FP8 compress used.
     pub const SLOT_SCALE: u64 = 5;
+    /// Slot word: the head before the slot's reservation (a LIFO pop restores it).
+    pub const SLOT_PREV_HEAD: u64 = 6;
+    /// Words per gate's indirect arguments after the slots (x, y, z, pad).
+    pub const GATE_STRIDE: u64 = 4;
 }
 
 /// The per-tensor scale of FP8 storage ([`Arena::fused_forward_fp8`]).
@@ -136,10 +148,10 @@ pub struct ArenaStatus {
 impl ArenaStatus {
     fn from_words(w: &[u32]) -> ArenaStatus {
         ArenaStatus {
-            used_bytes: w[0] as u64 * 4,
-            failed: w[1],
-            high_water_bytes: w[2] as u64 * 4,
-            capacity_bytes: w[3] as u64 * 4,
+            used_bytes: w[ctrl::HEAD as usize] as u64 * 4,
+            failed: w[ctrl::FAILED as usize],
+            high_water_bytes: w[ctrl::HIGH as usize] as u64 * 4,
+            capacity_bytes: w[ctrl::CAP as usize] as u64 * 4,
         }
     }
 
@@ -227,7 +239,8 @@ impl Arena {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let words = ctrl::SLOTS + ctrl::SLOT_STRIDE * config.max_slots as u64 + 4 * config.max_gates as u64;
+        let words =
+            ctrl::SLOTS + ctrl::SLOT_STRIDE * config.max_slots as u64 + ctrl::GATE_STRIDE * config.max_gates as u64;
         let mut init = vec![0u32; words as usize];
         init[ctrl::CAP as usize] = (config.capacity_bytes / 4) as u32;
         let ctrl = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -551,7 +564,7 @@ impl Arena {
                 return Err(Error::InvalidArgument(format!("more than {} gates in one step", self.config.max_gates)));
             }
             st.gates += 1;
-            ctrl::SLOTS + ctrl::SLOT_STRIDE * self.config.max_slots as u64 + 4 * (st.gates as u64 - 1)
+            ctrl::SLOTS + ctrl::SLOT_STRIDE * self.config.max_slots as u64 + ctrl::GATE_STRIDE * (st.gates as u64 - 1)
         };
         let p = SetupParams { gx: grid[0], gy: grid[1], gz: grid[2], gate_idx: idx as u32, ..Default::default() };
         self.setup_pass(encoder, &self.setup.gate, p);
@@ -582,7 +595,8 @@ impl Arena {
     pub fn read_slot(&self, queue: &wgpu::Queue, slot: &Slot) -> Result<(u32, u64)> {
         let b = sync::read_buffer(self.codec.device(), queue, &self.ctrl, slot.word() as u64 * 4, 16)?;
         let w: Vec<u32> = bytemuck::pod_collect_to_vec(&b);
-        Ok((w[1], slot.layout.compact_bytes(w[2] as u64)))
+        let (status, words) = (w[ctrl::SLOT_STATUS as usize], w[ctrl::SLOT_WORDS as usize]);
+        Ok((status, slot.layout.compact_bytes(words as u64)))
     }
 
     /// Reads one slot's stream as it lies in the arena (blocking; tools and tests): header, table, mask
@@ -590,11 +604,13 @@ impl Arena {
     pub fn read_slot_stream(&self, queue: &wgpu::Queue, slot: &Slot) -> Result<Vec<u8>> {
         let d = sync::read_buffer(self.codec.device(), queue, &self.ctrl, slot.word() as u64 * 4, 16)?;
         let w: Vec<u32> = bytemuck::pod_collect_to_vec(&d);
-        if w[1] != 0 {
-            return Err(Error::InvalidArgument(format!("the slot holds no stream (status {:#x})", w[1])));
+        let status = w[ctrl::SLOT_STATUS as usize];
+        if status != 0 {
+            return Err(Error::InvalidArgument(format!("the slot holds no stream (status {status:#x})")));
         }
-        let bytes = slot.layout.compact_bytes(w[2] as u64);
-        sync::read_buffer(self.codec.device(), queue, &self.buffer, w[0] as u64 * 4, bytes)
+        let bytes = slot.layout.compact_bytes(w[ctrl::SLOT_WORDS as usize] as u64);
+        let base = w[ctrl::SLOT_BASE as usize] as u64 * 4;
+        sync::read_buffer(self.codec.device(), queue, &self.buffer, base, bytes)
     }
 
     /// Reads one slot's FP8 words (blocking; tools and tests): `(amax, scale)` of its last FP8
@@ -674,5 +690,59 @@ impl ArenaSizer {
             want = want.max(2 * c);
         }
         want.max(1).next_multiple_of(1 << 20)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ctrl;
+    use crate::format::status;
+    use std::collections::BTreeMap;
+
+    /// The `const NAME: u32 = Nu;` declarations of `shaders/lib/arena_ctrl.wgsl`.
+    fn wgsl_consts() -> BTreeMap<String, u64> {
+        let src = crate::shaders::raw("lib/arena_ctrl.wgsl").expect("arena_ctrl.wgsl is embedded");
+        let mut out = BTreeMap::new();
+        for line in src.lines().map(str::trim).filter(|l| l.starts_with("const ")) {
+            let (name, value) =
+                line["const ".len()..].split_once(": u32 =").unwrap_or_else(|| panic!("unparsed: {line}"));
+            let value = value.trim().trim_end_matches(';').trim_end_matches('u');
+            out.insert(name.trim().to_string(), value.parse().unwrap_or_else(|_| panic!("unparsed: {line}")));
+        }
+        out
+    }
+
+    /// The host reads and writes the control buffer through `ctrl` and `format::status`; the kernels
+    /// through arena_ctrl.wgsl. Every constant of the shader's layout must have its mirror here with
+    /// the same value, so a layout change on one side fails this test instead of a decode.
+    #[test]
+    fn ctrl_mirror_matches_arena_ctrl_wgsl() {
+        let mirror = [
+            ("CTRL_HEAD", ctrl::HEAD),
+            ("CTRL_FAILED", ctrl::FAILED),
+            ("CTRL_HIGH", ctrl::HIGH),
+            ("CTRL_CAP", ctrl::CAP),
+            ("CTRL_TAIL", ctrl::TAIL),
+            ("CTRL_SLOTS", ctrl::SLOTS),
+            ("SLOT_STRIDE", ctrl::SLOT_STRIDE),
+            ("SLOT_BASE", ctrl::SLOT_BASE),
+            ("SLOT_STATUS", ctrl::SLOT_STATUS),
+            ("SLOT_WORDS", ctrl::SLOT_WORDS),
+            ("SLOT_LIMIT", ctrl::SLOT_LIMIT),
+            ("SLOT_AMAX", ctrl::SLOT_AMAX),
+            ("SLOT_SCALE", ctrl::SLOT_SCALE),
+            ("SLOT_PREV_HEAD", ctrl::SLOT_PREV_HEAD),
+            ("RING_GAP", ctrl::RING_GAP),
+            ("STATUS_SIGN", status::SIGN_BIT_SET as u64),
+            ("STATUS_OVERFLOW", status::OVERFLOW as u64),
+            ("STATUS_SKIPPED", status::SKIPPED as u64),
+        ];
+        let mut wgsl = wgsl_consts();
+        for (name, value) in mirror {
+            assert_eq!(wgsl.remove(name), Some(value), "{name}: arena_ctrl.wgsl and src/arena.rs differ");
+        }
+        assert!(wgsl.is_empty(), "arena_ctrl.wgsl constants without a mirror in src/arena.rs: {wgsl:?}");
+        // The slot words fit in a slot, and the slots start after the header words.
+        assert!(ctrl::SLOT_PREV_HEAD < ctrl::SLOT_STRIDE && ctrl::TAIL < ctrl::SLOTS);
     }
 }

@@ -1,4 +1,5 @@
-// Layout of the arena's control buffer (`ctrl`, u32 words); mirrored in src/arena.rs (`ctrl` module).
+// Layout of the arena's control buffer (`ctrl`, u32 words); mirrored in src/arena.rs (`ctrl` module, checked by
+// its test `ctrl_mirror_matches_arena_ctrl_wgsl`).
 //
 // [0] head: next free word of the arena          [1] failed: status bits of every failure this step
 // [2] high: high-water mark in words (sizing)     [3] cap: arena capacity in words
