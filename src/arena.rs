@@ -742,7 +742,8 @@ mod tests {
             assert_eq!(wgsl.remove(name), Some(value), "{name}: arena_ctrl.wgsl and src/arena.rs differ");
         }
         assert!(wgsl.is_empty(), "arena_ctrl.wgsl constants without a mirror in src/arena.rs: {wgsl:?}");
-        // The slot words fit in a slot, and the slots start after the header words.
-        assert!(ctrl::SLOT_PREV_HEAD < ctrl::SLOT_STRIDE && ctrl::TAIL < ctrl::SLOTS);
     }
+
+    // The slot words fit in a slot, and the slots start after the header words.
+    const _: () = assert!(ctrl::SLOT_PREV_HEAD < ctrl::SLOT_STRIDE && ctrl::TAIL < ctrl::SLOTS);
 }
