@@ -3,7 +3,8 @@
 # products, kept after call 1) with the knobs of experiments/thirtythird/knobs-call2.patch (codec_t):
 # compress FITS_EARLY, STATUS_EARLY, LEAN bit 2 (the forward's square), decompress LEAN bit 1 (the
 # backward's square of `a`); all 0 is b9131c4's code.
-#   a = all 0, b = FITS_EARLY=1: pairs twice, BF16 ρ = 0.5 / 0.176 / 0.05, unpacked, copy and the fused
+#   a = all 0, b = FITS_EARLY=1: a pair, then c, d, e below, then the pair again (the device budget left
+#   for this call may cut the second pair), BF16 ρ = 0.5 / 0.176 / 0.05, unpacked, copy and the fused
 #   and plain forward and backward, the Triton anchor after the first pair (the six GEMMs of the
 #   training-path share); then the forward alone for c = FITS_EARLY + STATUS_EARLY and
 #   d = FITS_EARLY + compress LEAN=4 (call 1 had both at once +5 %), and the backward alone for
@@ -22,9 +23,9 @@ bench_run a1 codec_t $O
 bench_run b1 codec_t $O BITSPARSE_KERNEL_CONSTANTS=compress.FITS_EARLY=1
 timeout 150 python3 benches/anchors/triton_anchor.py > $R/triton.jsonl 2> $R/triton.err; echo triton rc=$?
 save_results
-bench_run a2 codec_t $O
-bench_run b2 codec_t $O BITSPARSE_KERNEL_CONSTANTS=compress.FITS_EARLY=1
 bench_run c1 codec_t $FWD BITSPARSE_KERNEL_CONSTANTS=compress.FITS_EARLY=1,compress.STATUS_EARLY=1
 bench_run d1 codec_t $FWD BITSPARSE_KERNEL_CONSTANTS=compress.FITS_EARLY=1,compress.LEAN=4
 bench_run e1 codec_t $BWD BITSPARSE_KERNEL_CONSTANTS=decompress.LEAN=2
+bench_run a2 codec_t $O
+bench_run b2 codec_t $O BITSPARSE_KERNEL_CONSTANTS=compress.FITS_EARLY=1
 echo total $(($(date +%s) - T0))s
