@@ -1,4 +1,5 @@
 #!/bin/bash
+# NOT RUN: no device machine started for it; superseded by run80.sh (shorter), which did not run either.
 # Thirty-third session, call 2: b9131c4's kernels (the BF16 ReLU² gradient that canonicalises NaN
 # products, kept after call 1) with the knobs of experiments/thirtythird/knobs-call2.patch (codec_t):
 # compress FITS_EARLY, STATUS_EARLY, LEAN bit 2 (the forward's square), decompress LEAN bit 1 (the

@@ -1,4 +1,6 @@
 #!/bin/bash
+# NOT RUN: no device machine started for it (the session's device time ran out in refused starts); run81.sh
+# asks the same questions against the kept kernels.
 # Thirty-third session, call 2 in short form (run79.sh needs more device time than was left): the same
 # binary (codec_t: b9131c4 + experiments/thirtythird/knobs-call2.patch) and variants, each op group on
 # its own, BF16 ρ = 0.5 / 0.176 / 0.05, unpacked:

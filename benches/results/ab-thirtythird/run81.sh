@@ -1,0 +1,31 @@
+#!/bin/bash
+# Prepared for the next session (not run: this session's device time ran out in refused starts). The
+# question call 1 left open: which of STATUS_EARLY and the forward's square in the gradient's form
+# (compress LEAN bit 2) made call 1's `y` fused forward 5 % slower, whether either helps alone, and the
+# backward's square of `a` (decompress LEAN bit 1) on top of the kept gradient.
+# Binary (carry `.gl` and `.devbin`): at ae87f02 (or any later commit with the same kernels)
+# `git apply benches/results/experiments/thirtythird/knobs-next.patch`,
+# `cargo bench -p bitsparse-bench --bench codec --no-run`, strip the binary to .devbin/codec_k.
+#   a = all 0 (ae87f02's kernels), c = STATUS_EARLY=1, d = compress LEAN=4, e = decompress LEAN=2;
+#   full runs of a (with the Triton anchor: the training-path share of the kept code), then the
+#   forward alone for a c d and the backward alone for a e, twice, BF16 ρ = 0.5 / 0.176 / 0.05, unpacked.
+# Runs past LIMIT seconds are skipped: call with timeout_s ≈ LIMIT + 70.
+R=/tmp/res81
+LIMIT=${LIMIT:-360}
+. benches/results/device-call.sh
+kernel_ab_env
+O="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward"
+FWD="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward"
+BWD="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_backward,plain_backward"
+bench_run a0 codec_k $O
+timeout 150 python3 benches/anchors/triton_anchor.py > $R/triton.jsonl 2> $R/triton.err; echo triton rc=$?
+save_results
+for i in 1 2; do
+  bench_run fa$i codec_k $FWD
+  bench_run fc$i codec_k $FWD BITSPARSE_KERNEL_CONSTANTS=compress.STATUS_EARLY=1
+  bench_run fd$i codec_k $FWD BITSPARSE_KERNEL_CONSTANTS=compress.LEAN=4
+  bench_run ba$i codec_k $BWD
+  bench_run be$i codec_k $BWD BITSPARSE_KERNEL_CONSTANTS=decompress.LEAN=2
+done
+bench_run a9 codec_k $O
+echo total $(($(date +%s) - T0))s
