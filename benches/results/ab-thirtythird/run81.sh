@@ -3,9 +3,12 @@
 # question call 1 left open: which of STATUS_EARLY and the forward's square in the gradient's form
 # (compress LEAN bit 2) made call 1's `y` fused forward 5 % slower, whether either helps alone, and the
 # backward's square of `a` (decompress LEAN bit 1) on top of the kept gradient.
-# Binary (carry `.gl` and `.devbin`): at ae87f02 (or any later commit with the same kernels)
+# Binaries (carry `.gl` and `.devbin`; built at the end of the thirty-third session and left in .devbin):
+# at ae87f02 (or any later commit with the same kernels)
 # `git apply benches/results/experiments/thirtythird/knobs-next.patch`,
-# `cargo bench -p bitsparse-bench --bench codec --no-run`, strip the binary to .devbin/codec_k.
+# `cargo bench -p bitsparse-bench --bench codec --no-run`, strip the binary to .devbin/codec_k;
+# `cargo build --release -p bitsparse-tools --bin pipeline_stats`, strip it to .devbin/ps_k (the driver's
+# register counts of each variant's fused pipelines, built for the modes the bench's calls fix).
 #   a = all 0 (ae87f02's kernels), c = STATUS_EARLY=1, d = compress LEAN=4, e = decompress LEAN=2;
 #   full runs of a (with the Triton anchor: the training-path share of the kept code), then the
 #   forward alone for a c d and the backward alone for a e, twice, BF16 ρ = 0.5 / 0.176 / 0.05, unpacked.
@@ -14,6 +17,10 @@ R=/tmp/res81
 LIMIT=${LIMIT:-360}
 . benches/results/device-call.sh
 kernel_ab_env
+FIX=compress.ACT_MODE=1,compress.SIGN_MODE=0,compress.ALL_FULL=1,decompress.ACT_MODE=1,decompress.SIGN_MODE=0
+for v in a: c:,compress.STATUS_EARLY=1 d:,compress.LEAN=4 e:,decompress.LEAN=2; do
+  .devbin/ps_k --policy unchecked --filter FUSED --constants "$FIX${v#*:}" > "$R/stats_${v%%:*}.txt" 2>&1
+done
 O="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward"
 FWD="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward"
 BWD="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_backward,plain_backward"
