@@ -10,7 +10,11 @@
 # `git apply benches/results/experiments/thirtythird/knobs-next.patch`,
 # `cargo bench -p bitsparse-bench --bench codec --no-run`, strip the binary to .devbin/codec_k;
 # `cargo build --release -p bitsparse-tools --bin pipeline_stats`, strip it to .devbin/ps_k (the driver's
-# register counts of each variant's fused pipelines, built for the modes the bench's calls fix).
+# register counts of each variant's fused pipelines, built for the modes the bench's calls fix); and at
+# ae87f02 itself `cargo test --release -p bitsparse --test gpu --no-run`, strip the binary to .devbin/gpu_t:
+# the fused, arena and pooled GPU tests on the H200 (the special values — NaNs of both signs, ±∞, ±0 —
+# through the fused kernels, whose gradient since b9131c4 takes its NaNs from the multiply; CI runs them
+# on lavapipe only).
 #   a = all 0 (ae87f02's kernels), c = STATUS_EARLY=1, d = compress LEAN=4, e = decompress LEAN=2,
 #   g = decompress DEPOSIT8=1 (e4m3 and e5m2 copy and decompress, both sign modes);
 #   full runs of a (with the Triton anchor: the training-path share of the kept code), then the
@@ -28,6 +32,11 @@ for v in 0 1; do
   .devbin/ps_k --policy unchecked --filter "decompress [BITS8,SUBGROUP]" --constants decompress.SIGN_MODE=0,decompress.DEPOSIT8=$v > "$R/stats_g$v.txt" 2>&1
 done
 E="BITSPARSE_BENCH_DTYPES=e4m3,e5m2 BITSPARSE_BENCH_SIGN_PACK=both BITSPARSE_BENCH_OPS=copy,decompress"
+for f in fused arena pooled; do
+  XDG_RUNTIME_DIR=/tmp timeout 120 .devbin/gpu_t "$f" > "$R/gputests_$f.txt" 2>&1
+  echo "gpu tests $f rc=$? $(grep 'test result' "$R/gputests_$f.txt")"
+done
+save_results
 O="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward"
 FWD="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward"
 BWD="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_backward,plain_backward"
