@@ -691,7 +691,9 @@ fn compress(
     // docs/PERFORMANCE.md).
     var claimed = 0u;
     var dead = 0u;
+#if ARENA
     var limit = 0u;
+#endif
     if lid == 0u {
 #if ARENA && SUBGROUP && !FP8_STORE
         // LANE_MASK: the reservation's failure is read here, where one thread decides for the tile.

@@ -5,6 +5,7 @@
 use bitsparse::arena::{ctrl, Arena, ArenaConfig, ArenaSizer, Slot};
 use bitsparse::conformance::LENGTHS;
 use bitsparse::cpu::act::{self, Activation};
+use bitsparse::format::status;
 use bitsparse::host::context::GpuContext;
 use bitsparse::host::sync;
 use bitsparse::update::GatedSgd;
@@ -574,7 +575,7 @@ fn arena_ring_overflow_spares_the_live_tensor(ctx: GpuContext) {
         let st = a.read_status(&ctx.queue).unwrap();
         assert!(matches!(st.check(), Err(Error::ArenaOverflow { .. })), "{what}: expected ArenaOverflow, got {st:?}");
         let (sc_status, _) = a.read_slot(&ctx.queue, &sc).unwrap();
-        assert_eq!(sc_status & 2, 2, "{what}: overflow bit on the wrapped slot");
+        assert_eq!(sc_status & status::OVERFLOW, status::OVERFLOW, "{what}: overflow bit on the wrapped slot");
         // The wrapped slot may write below the ring's tail less its gap (arena.wgsl:reserve).
         let limit = ((tail - ctrl::RING_GAP) * 4) as usize;
         let after = read(&ctx, a.buffer(), a.capacity_bytes());
