@@ -1,0 +1,30 @@
+#!/usr/bin/env python3
+"""What issue 15's fused-kernel floors ask of the bytes each kernel moves.
+
+For each density of a bench JSON (`python3 byte_bound.py RUN.json`): the bytes the fused and plain
+kernels move (the bench's own count, gbps x ms), and the bandwidth, as a fraction of the copy timed
+in the same batch, the fused kernel would need to meet its floor (fused forward <= 1.20 x the plain
+forward, fused backward with `a` <= 1.15 x the plain backward), beside what it reaches and what the
+plain kernel reaches. A needed fraction above 1.0 asks for more than the copy moves.
+"""
+import json
+import sys
+
+FLOORS = [("fused_forward", None, "plain_forward", 1.20), ("fused_backward", True, "plain_backward", 1.15),
+          ("fused_backward", False, "plain_backward", 1.00)]
+
+rows = json.load(open(sys.argv[1]))["rows"]
+by = {}
+for r in rows:
+    by[(r["op"], r["density"], r.get("with_a"))] = r
+for rho in sorted({r["density"] for r in rows}, reverse=True):
+    copy = by[("copy", rho, None)]["gbps"]
+    for op, with_a, plain, floor in FLOORS:
+        f, p = by.get((op, rho, with_a)), by.get((plain, rho, None))
+        if f is None or p is None:
+            continue
+        fb, pb = f["gbps"] * f["ms"], p["gbps"] * p["ms"]
+        need = (fb / pb) / floor * p["gbps"] / copy
+        name = op + ("" if with_a is None else (" with a" if with_a else " dL/dz"))
+        print(f"rho {rho:<6} {name:<22} bytes {fb / pb:.3f} x plain; floor {floor:.2f} x needs {need:.3f} of copy;"
+              f" reaches {f['gbps'] / copy:.3f} (plain {p['gbps'] / copy:.3f}); now {f['ms'] / p['ms']:.3f} x")
