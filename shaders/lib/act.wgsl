@@ -126,11 +126,19 @@ fn relu_act_word(z: u32, act: u32) -> ReluActWord {
     if act == 0u {
         return ReluActWord(r, r);
     }
+    // The square of z itself, a negative z's square masked to +0 with the relu's own mask; a NaN z
+    // squares to a NaN, replaced by the canonical f32 quiet NaN before rounding as in grad_word, instead
+    // of flagging NaN inputs and masking the rounded word (the NaN flags are the relu's only). On an
+    // H100 (201M BF16, unordered, one call, two interleaved runs each; benches/results/ab-thirtyfourth,
+    // call 2): the fused forward 0.4576 / 0.3956 / 0.3676 -> 0.4256 / 0.3657 / 0.3469 ms at ρ = 0.5 /
+    // 0.176 / 0.05 (-7.0 / -7.6 / -5.6 %), the plain forward (memory-bound there) unchanged; as a knob in
+    // call 1, -7.7 / -6.3 / -5.3 % (35 -> 36 registers). Not yet timed on the H200, where the
+    // thirty-third session's call had it only together with STATUS_EARLY (+5 %; STATUS_EARLY on the
+    // H100 +0.8 / -1.7 / +3.7 %).
     let lo = bitcast<f32>(z << 16u);
     let hi = bitcast<f32>(z & 0xffff0000u);
-    let sq = (rne_high(bitcast<u32>(lo * lo)) >> 16u) | rne_high(bitcast<u32>(hi * hi));
-    let nanh = halves(nan);
-    return ReluActWord(r, (sq & ~(nanh | neg)) | (0x7fc07fc0u & nanh));
+    let sq = (rne_high(nan_canon32(bitcast<u32>(lo * lo))) >> 16u) | rne_high(nan_canon32(bitcast<u32>(hi * hi)));
+    return ReluActWord(r, sq & ~neg);
 }
 
 // grad_bits on both halves.
