@@ -41,6 +41,19 @@ bench_run() {
   save_results
 }
 
+# gpu_tests BIN FILTER...: the GPU test binary .devbin/BIN once per FILTER (at most 120 s each), each
+# log in $R/gputests_FILTER.txt and its result line echoed, then the results saved. On the device the
+# GL-backend tests fail (its GL adapter opens no device, docs/DEVICE.md).
+gpu_tests() {
+  local bin=$1 f
+  shift
+  for f in "$@"; do
+    XDG_RUNTIME_DIR=/tmp timeout 120 ".devbin/$bin" "$f" > "$R/gputests_$f.txt" 2>&1
+    echo "gpu tests $f rc=$? $(grep 'test result' "$R/gputests_$f.txt")"
+  done
+  save_results
+}
+
 # bench_pairs A BIN_A B BIN_B [VAR=VALUE ...]: an interleaved A/B, `bench_run` as A1 BIN_A, B1 BIN_B,
 # A2 BIN_A, B2 BIN_B, every run with the same variables (a disturbed batch then shows in one pair only).
 bench_pairs() {

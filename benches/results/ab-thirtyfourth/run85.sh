@@ -12,11 +12,7 @@ R=/tmp/res85
 LIMIT=${LIMIT:-420}
 . benches/results/device-call.sh
 kernel_ab_env
-for f in fused arena pooled; do
-  XDG_RUNTIME_DIR=/tmp timeout 120 .devbin/gpu_t "$f" > "$R/gputests_$f.txt" 2>&1
-  echo "gpu tests $f rc=$? $(grep 'test result' "$R/gputests_$f.txt")"
-done
-save_results
+gpu_tests gpu_t fused arena pooled
 O="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward"
 FWD="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward"
 E="BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both BITSPARSE_BENCH_OPS=copy,decompress"
