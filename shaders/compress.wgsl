@@ -326,11 +326,13 @@ var<workgroup> wg_tile: u32;
 // Look-back result: `state` 0 done (then `prefix` is the tile's exclusive prefix), else 1 + the tile
 // that needs the fallback. One struct so one uniform load (two barriers) publishes both. Unordered
 // tiles use it for their claim: `prefix` the claimed place, `state` bit 0 a failed tensor (write
-// nothing), bit 1 an arena tile whose words would pass the slot's limit.
+// nothing, CLAIM_DEAD), bit 1 an arena tile whose words would pass the slot's limit (CLAIM_PAST_LIMIT).
 struct LookOut {
     state: u32,
     prefix: u32,
 }
+const CLAIM_DEAD: u32 = 1u;
+const CLAIM_PAST_LIMIT: u32 = 2u;
 var<workgroup> wg_look: LookOut;
 var<workgroup> wg_count: atomic<u32>;
 
@@ -697,12 +699,12 @@ fn compress(
     if lid == 0u {
 #if ARENA && SUBGROUP && !FP8_STORE
         // LANE_MASK: the reservation's failure is read here, where one thread decides for the tile.
-        dead = select(0u, 1u, atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u);
+        dead = select(0u, CLAIM_DEAD, atomicLoad(&ctrl[p.slot + SLOT_STATUS]) != 0u);
 #endif
 #if ARENA
         // The slot's limit is loaded beside the claim, so whether the tile fits travels with its place
-        // (bit 1 of LookOut.state below) instead of every thread loading the limit after the claim's
-        // barrier: one L2 round trip fewer at the end of each tile. On the H200 (201M BF16, one call,
+        // (CLAIM_PAST_LIMIT in LookOut.state below) instead of every thread loading the limit after the
+        // claim's barrier: one L2 round trip fewer at the end of each tile. On the H200 (201M BF16, one call,
         // against two runs of the earlier form; benches/results/ab-thirtythird, call 1): the fused
         // forward 0.3319 / 0.2822 / 0.2718 -> 0.3295 / 0.2799 / 0.2696 ms at ρ = 0.5 / 0.176 / 0.05 (-0.7 /
         // -0.8 / -0.8 %).
@@ -751,17 +753,16 @@ fn compress(
     // The claimed place reaches every thread; the uniform load is also the barrier that publishes the
     // staged slots (STAGE16) and the mask.
     if lid == 0u {
-        var st = dead;
+        var st = dead; // 0 or CLAIM_DEAD
 #if ARENA
-        // Bit 1: the tile's words would pass the slot's limit.
         if base + p.val_idx + claimed + words > limit {
-            st |= 2u;
+            st |= CLAIM_PAST_LIMIT;
         }
 #endif
         wg_look = LookOut(st, claimed);
     }
     let look_out = workgroupUniformLoad(&wg_look);
-    if (look_out.state & 1u) != 0u {
+    if (look_out.state & CLAIM_DEAD) != 0u {
         return;
     }
     let prefix = look_out.prefix;
@@ -912,7 +913,7 @@ fn compress(
 #if ARENA
     // Never write past the arena's end: flag the overflow instead (the scan above stays consistent).
 #if UNORDERED
-    fits = (look_out.state & 2u) == 0u;
+    fits = (look_out.state & CLAIM_PAST_LIMIT) == 0u;
 #else
     fits = base + out + words <= atomicLoad(&ctrl[p.slot + SLOT_LIMIT]);
 #endif

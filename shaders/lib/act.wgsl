@@ -88,6 +88,12 @@ fn nan_canon32(b: u32) -> u32 {
     return select(b, 0x7fc00000u, (b & 0x7fffffffu) > 0x7f800000u);
 }
 
+// Two f32 results (bits), each rounded to BF16 (nearest even) with a NaN made the canonical 0x7fc0: the
+// low one into the word's low half, the high one into its high half.
+fn bf16_pair(lo: u32, hi: u32) -> u32 {
+    return (rne_high(nan_canon32(lo)) >> 16u) | rne_high(nan_canon32(hi));
+}
+
 // The halves relu_bits zeroes, as a mask of 0xffff per half: sign bit set and not a NaN (`nan`: the
 // NaN flags of `w`).
 fn relu_zeroed(w: u32, nan: u32) -> u32 {
@@ -137,8 +143,7 @@ fn relu_act_word(z: u32, act: u32) -> ReluActWord {
     // H100 +0.8 / -1.7 / +3.7 %).
     let lo = bitcast<f32>(z << 16u);
     let hi = bitcast<f32>(z & 0xffff0000u);
-    let sq = (rne_high(nan_canon32(bitcast<u32>(lo * lo))) >> 16u) | rne_high(nan_canon32(bitcast<u32>(hi * hi)));
-    return ReluActWord(r, sq & ~neg);
+    return ReluActWord(r, bf16_pair(bitcast<u32>(lo * lo), bitcast<u32>(hi * hi)) & ~neg);
 }
 
 // grad_bits on both halves.
@@ -159,7 +164,7 @@ fn grad_word(r: u32, g: u32, act: u32) -> u32 {
     // plain backward (memory-bound) unchanged.
     let p_lo = bitcast<u32>(2.0 * bitcast<f32>(r << 16u) * bitcast<f32>(g << 16u));
     let p_hi = bitcast<u32>(2.0 * bitcast<f32>(r & 0xffff0000u) * bitcast<f32>(g & 0xffff0000u));
-    return (rne_high(nan_canon32(p_lo)) >> 16u) | rne_high(nan_canon32(p_hi));
+    return bf16_pair(p_lo, p_hi);
 }
 
 // relu(z) and the activation of it, as the forward kernels need them.
