@@ -1,6 +1,6 @@
 #!/bin/bash
-# Thirty-fourth session, call 2 (run83.sh cut to what the session's last device time holds): the
-# forward's square in the gradient's form as code (codec_L: `relu_act_word`, shared by the fused and the
+# Thirty-fourth session, call 2 (cut to what the session's last device time held; the full form, with
+# full runs and the Triton anchor, is run85.sh): the forward's square in the gradient's form as code (codec_L: `relu_act_word`, shared by the fused and the
 # plain forward) against the kept kernels (codec_k), interleaved, forward only; then, time permitting,
 # the backward and the Triton anchor (the training path's share). Carry `.gl` and `.devbin`.
 R=/tmp/res84

@@ -4,8 +4,9 @@
 # in the same call — issue 15's floors with the kept code.
 # Binaries (carry `.gl` and `.devbin`; built at the end of the thirty-fourth session):
 #   codec_k — ae87f02 + experiments/thirtythird/knobs-next.patch, every knob 0 (the kernels before b3614a5);
-#   codec_h — b3614a5 (`cargo bench -p bitsparse-bench --bench codec --no-run`, stripped);
-#   gpu_t — the GPU tests at b3614a5 (fused, arena, pooled on the device: the special values through the
+#   codec_h — 8f7bfd3 (b3614a5's square, `bf16_pair` since; `cargo bench -p bitsparse-bench --bench codec
+#             --no-run`, stripped);
+#   gpu_t — the GPU tests at 8f7bfd3 (fused, arena, pooled on the device: the special values through the
 #           new square on NVIDIA; the GL-backend tests fail there, the device's GL adapter opens no device).
 # Runs past LIMIT seconds are skipped: call with timeout_s ≈ LIMIT + 70.
 R=/tmp/res85

@@ -1,4 +1,6 @@
 #!/bin/bash
+# Never ran: its questions ran in the thirty-fourth session's call 1 (../ab-thirtyfourth/run82.sh, on an
+# H100), which repeats these lines with one more binary.
 # Prepared for the next session (not run: this session's device time ran out in refused starts). The
 # question call 1 left open: which of STATUS_EARLY and the forward's square in the gradient's form
 # (compress LEAN bit 2) made call 1's `y` fused forward 5 % slower, whether either helps alone, and the
