@@ -13,6 +13,6 @@ LIMIT=${LIMIT:-100}
 . benches/results/device-call.sh
 kernel_ab_env
 bench_run h0 codec_h BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward
-timeout 100 python3 benches/anchors/triton_anchor.py > $R/triton.jsonl 2> $R/triton.err; echo triton rc=$?
+timeout 100 python3 -u benches/anchors/triton_anchor.py > $R/triton.jsonl 2> $R/triton.err; echo triton rc=$?
 save_results
 echo total $(($(date +%s) - T0))s
