@@ -5,16 +5,31 @@
 # finished).
 #
 # Before sourcing: R (the results folder, e.g. /tmp/resN); optional LIMIT (seconds after the call's
-# start past which further runs are skipped; 480 by default) and RUN_TIMEOUT (seconds one bench run may
-# take; 150 by default).
+# start past which further runs are skipped; 480 by default), RUN_TIMEOUT (seconds one bench run may
+# take; 150 by default) and ONLY_GPU (the card the call is for, below).
 set -u
 T0=$(date +%s)
 LIMIT=${LIMIT:-480}
+# ONLY_GPU (optional, e.g. H200): on a card whose name lacks it the call stops here, before the loader
+# set-up, so a call that lands on another card costs its start only.
+if [ -n "${ONLY_GPU:-}" ]; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)
+  case "$gpu" in
+    *"$ONLY_GPU"*) ;;
+    *) echo "$gpu: not an $ONLY_GPU, nothing run"; exit 0 ;;
+  esac
+fi
 for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null 2>&1; done
 ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export VK_ICD_FILENAMES=$VK_DRIVER_FILES
 mkdir -p "$R"
+
+# The row sets the kernel calls time (with kernel_ab_env): BF16 copy and the training path's kernels
+# (fused and plain forward and backward), the forward only, and e4m3's decompress in both sign modes.
+TRAIN_ROWS="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward"
+FWD_ROWS="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward"
+E4M3_DEC_ROWS="BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both BITSPARSE_BENCH_OPS=copy,decompress"
 
 # Tar the results folder into $OUT/<its name>.tgz.
 save_results() {
@@ -51,6 +66,15 @@ gpu_tests() {
     XDG_RUNTIME_DIR=/tmp timeout 120 ".devbin/$bin" "$f" > "$R/gputests_$f.txt" 2>&1
     echo "gpu tests $f rc=$? $(grep 'test result' "$R/gputests_$f.txt")"
   done
+  save_results
+}
+
+# triton_anchor [TIMEOUT]: the Triton anchor (copy, the six cuBLAS FFN GEMMs, the Triton codecs) into
+# $R/triton.jsonl, unbuffered so a run cut at TIMEOUT seconds (150 by default) keeps the lines it
+# printed, then the results saved.
+triton_anchor() {
+  timeout "${1:-150}" python3 -u benches/anchors/triton_anchor.py > "$R/triton.jsonl" 2> "$R/triton.err"
+  echo "triton rc=$?"
   save_results
 }
 

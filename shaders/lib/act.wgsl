@@ -140,7 +140,9 @@ fn relu_act_word(z: u32, act: u32) -> ReluActWord {
     // 0.176 / 0.05 (-7.0 / -7.6 / -5.6 %), the plain forward (memory-bound there) unchanged; as a knob in
     // call 1, -7.7 / -6.3 / -5.3 % (35 -> 36 registers). Not yet timed on the H200, where the
     // thirty-third session's call had it only together with STATUS_EARLY (+5 %; STATUS_EARLY on the
-    // H100 +0.8 / -1.7 / +3.7 %).
+    // H100 +0.8 / -1.7 / +3.7 %). The squares' NaNs made canonical by one unsigned min instead of
+    // bf16_pair's compare and select (a square's sign bit is set only for a NaN) was +7.2 / +7.9 /
+    // +6.5 % on an H100 (three interleaved pairs; benches/results/experiments/thirtysixth).
     let lo = bitcast<f32>(z << 16u);
     let hi = bitcast<f32>(z & 0xffff0000u);
     return ReluActWord(r, bf16_pair(bitcast<u32>(lo * lo), bitcast<u32>(hi * hi)) & ~neg);

@@ -6,27 +6,19 @@
 # Binaries (carry `.gl` and `.devbin`): codec_k and codec_h as in ../ab-thirtyfourth/run85.sh.
 # Runs past LIMIT seconds are skipped: call with timeout_s ≈ LIMIT + 70 (LIMIT=400: about 330 s of runs).
 R=/tmp/res86
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)
-case "$gpu" in
-  *H200*) ;;
-  *) echo "$gpu: not an H200, nothing run"; exit 0 ;;
-esac
+ONLY_GPU=H200
 LIMIT=${LIMIT:-400}
 . benches/results/device-call.sh
 kernel_ab_env
-O="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward"
-FWD="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward"
-E="BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both BITSPARSE_BENCH_OPS=copy,decompress"
-bench_run h0 codec_h $O
-timeout 150 python3 benches/anchors/triton_anchor.py > $R/triton.jsonl 2> $R/triton.err; echo triton rc=$?
-save_results
-bench_run e0 codec_h $E
+bench_run h0 codec_h $TRAIN_ROWS
+triton_anchor 150
+bench_run e0 codec_h $E4M3_DEC_ROWS
 # DEPOSIT8 (knobs-next.patch; +5 to +10 % on the H100, which moves e4m3's bytes at 0.71-0.86 of its
 # copy) on the H200, where e4m3's decompress takes about the H100's time at 0.53-0.70 of a faster copy.
 for i in 1 2; do
-  bench_run ek$i codec_k $E
-  bench_run eg$i codec_k $E BITSPARSE_KERNEL_CONSTANTS=decompress.DEPOSIT8=1
+  bench_run ek$i codec_k $E4M3_DEC_ROWS
+  bench_run eg$i codec_k $E4M3_DEC_ROWS BITSPARSE_KERNEL_CONSTANTS=decompress.DEPOSIT8=1
 done
-bench_pairs fa codec_k fh codec_h $FWD
-bench_run h9 codec_h $O
+bench_pairs fa codec_k fh codec_h $FWD_ROWS
+bench_run h9 codec_h $TRAIN_ROWS
 echo total $(($(date +%s) - T0))s

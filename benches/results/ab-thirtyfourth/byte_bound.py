@@ -5,8 +5,8 @@ For each density of a bench JSON (`python3 byte_bound.py RUN.json`): the bytes t
 kernels move (the bench's own count, gbps x ms), and the bandwidth, as a fraction of the copy timed
 in the same batch, the fused kernel would need to meet its floor (fused forward <= 1.20 x the plain
 forward, fused backward with `a` <= 1.15 x the plain backward), beside what it reaches and what the
-plain kernel reaches. A needed fraction above 1.0 asks for more than the copy moves. Sign-packed rows are left out (the
-floors are on unpacked values).
+plain kernel reaches. A needed fraction above 1.0 asks for more than the copy moves. Sign-packed
+rows are left out (the floors are on unpacked values).
 """
 import json
 import sys
@@ -17,7 +17,6 @@ FLOORS = [("fused_forward", None, "plain_forward", 1.20), ("fused_backward", Tru
 rows = json.load(open(sys.argv[1]))["rows"]
 by = {}
 for r in rows:
-    # The floors are on unpacked values: a run with both sign modes keeps its unpacked rows.
     if r.get("sign_pack"):
         continue
     by[(r["op"], r["density"], r.get("with_a"))] = r

@@ -4,15 +4,10 @@
 # anchor in the same call — issue 15's training-path floor with b3614a5's square, never timed there. On
 # another card it stops before its set-up. Binary: codec_h (847bee5), as in run87.sh.
 R=/tmp/res89
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)
-case "$gpu" in
-  *H200*) ;;
-  *) echo "$gpu: not an H200, nothing run"; exit 0 ;;
-esac
+ONLY_GPU=H200
 LIMIT=${LIMIT:-100}
 . benches/results/device-call.sh
 kernel_ab_env
-bench_run h0 codec_h BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward
-timeout 100 python3 -u benches/anchors/triton_anchor.py > $R/triton.jsonl 2> $R/triton.err; echo triton rc=$?
-save_results
+bench_run h0 codec_h $TRAIN_ROWS
+triton_anchor 100
 echo total $(($(date +%s) - T0))s
