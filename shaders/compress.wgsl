@@ -617,7 +617,11 @@ fn compress(
 
     // Read the tile for its mask and counts (the compaction below reads it again, from the cache).
     // Rounds and elements are indexed by loop counters with constant trip counts only (no
-    // data-dependent vector indexing, which would send the vectors to local memory).
+    // data-dependent vector indexing, which would send the vectors to local memory). The per-round
+    // mask bits, counts and prefixes stay one register each: packed (all mask bits in one word, two
+    // counts a word), the driver built the fused forward with 32 registers instead of 37 and it ran
+    // 12-15 % slower on an H100, the compress unchanged; that forward depends on L1 hits for the re-read
+    // (benches/results/experiments, thirty-seventh session).
     var m: array<u32, ROUNDS>;
     var signs = 0u;
 #if FP8_STORE
