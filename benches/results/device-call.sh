@@ -113,6 +113,21 @@ kernel_ab_env() {
   export BITSPARSE_BENCH_DENSITIES=0.5,0.176,0.05 BITSPARSE_BENCH_SIGN_PACK=off
 }
 
+# compress_stats SUFFIX [ARG ...]: the driver's statistics (.devbin/ps_x, pipeline_stats, with the ARGs,
+# e.g. `--shaders DIR`) of the compress pipelines as the bench builds them (unpacked, ReLU², whole
+# tiles, 4 scan slots): the BF16 fused forward, the arena compress and the version-2 writer, into
+# $R/stats_SUFFIX.txt, their register and shared-memory counts echoed.
+compress_stats() {
+  local v=$1 f1=compress.ACT_MODE=1,compress.SIGN_MODE=0,compress.ALL_FULL=1,compress.SCAN_SLOTS=4
+  local f2=compress.SIGN_MODE=0,compress.ALL_FULL=1,compress.SCAN_SLOTS=4
+  shift
+  : > "$R/stats_$v.txt"
+  .devbin/ps_x --policy unchecked "$@" --filter "compress.wgsl:compress [SUBGROUP,ARENA,FUSED_FWD,STAGE16,UNORDERED]" --constants "$f1" >> "$R/stats_$v.txt" 2>&1
+  .devbin/ps_x --policy unchecked "$@" --filter "compress.wgsl:compress [SUBGROUP,ARENA,STAGE16,UNORDERED]" --constants "$f2" >> "$R/stats_$v.txt" 2>&1
+  .devbin/ps_x --policy unchecked "$@" --filter "compress_v2.wgsl:compress [SUBGROUP,STAGE16]" --constants "$f2" >> "$R/stats_$v.txt" 2>&1
+  grep -o '^[^ ]* \[[^]]*\].*' "$R/stats_$v.txt" | sed 's/ unchecked.*| Register/ Register/; s/Stack Size.*Shared/Shared/'
+}
+
 # burn_gpt_run NAME [ARG ...]: the demo trainer from .devbin/burn-gpt.xz (stripped and xz-compressed:
 # 95 MB stripped is past what a call carries; unpacked once into /tmp), run with the ARGs and `--json
 # --out $R/NAME.json --plot $R/NAME.svg`; its log lands in $R as NAME.log, then the results are saved.

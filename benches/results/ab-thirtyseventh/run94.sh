@@ -18,14 +18,8 @@ R=/tmp/res94
 LIMIT=${LIMIT:-330}
 . benches/results/device-call.sh
 kernel_ab_env
-F1=compress.ACT_MODE=1,compress.SIGN_MODE=0,compress.ALL_FULL=1,compress.SCAN_SLOTS=4
-F2=compress.SIGN_MODE=0,compress.ALL_FULL=1,compress.SCAN_SLOTS=4
 for v in h s; do
-  o="--policy unchecked --shaders .devbin/shaders_$v"
-  .devbin/ps_x $o --filter "compress.wgsl:compress [SUBGROUP,ARENA,FUSED_FWD,STAGE16,UNORDERED]" --constants "$F1" > "$R/stats_$v.txt" 2>&1
-  .devbin/ps_x $o --filter "compress.wgsl:compress [SUBGROUP,ARENA,STAGE16,UNORDERED]" --constants "$F2" >> "$R/stats_$v.txt" 2>&1
-  .devbin/ps_x $o --filter "compress_v2.wgsl:compress [SUBGROUP,STAGE16]" --constants "$F2" >> "$R/stats_$v.txt" 2>&1
-  grep -o '^[^ ]* \[[^]]*\].*' "$R/stats_$v.txt" | sed 's/ unchecked.*| Register/ Register/; s/Stack Size.*Shared/Shared/'
+  compress_stats "$v" --shaders ".devbin/shaders_$v"
 done
 save_results
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)" in
