@@ -25,6 +25,11 @@ import sys
 
 DENSITIES = (0.5, 0.176, 0.05)
 
+# The fused kernels' floors: (fused op, with_a, plain op, at most this many times the plain op's time).
+# Also read by ab-thirtyfourth/byte_bound.py.
+FUSED_FLOORS = [("fused_forward", None, "plain_forward", 1.20), ("fused_backward", True, "plain_backward", 1.15),
+                ("fused_backward", False, "plain_backward", 1.00)]
+
 
 def codec_floor(op, sign_pack, rho):
     if sign_pack:
@@ -61,9 +66,7 @@ def report(path, gemm_ms):
                         f = r["copy_fraction"]
                         name = f"{dtype} v{version} {op}{' sign-packed' if sp else ''}"
                         lines.append(f"{name:<34} rho {rho:<6} {f:.3f} of copy (floor {floor:.2f}): {verdict(f >= floor)}")
-    for op, with_a, plain, floor in (("fused_forward", None, "plain_forward", 1.20),
-                                     ("fused_backward", False, "plain_backward", 1.00),
-                                     ("fused_backward", True, "plain_backward", 1.15)):
+    for op, with_a, plain, floor in FUSED_FLOORS:
         for rho in DENSITIES:
             f = by.get((op, "bf16", False, rho, None, with_a))
             p = by.get((plain, "bf16", False, rho, None, None))
