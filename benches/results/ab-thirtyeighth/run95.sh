@@ -6,7 +6,7 @@
 #  A: z stored to `wg_z` (vec4 a thread a round) right after its load;  B: relu(z) stored after the
 #  store of `a`;  C, D: as A, B with `wg_z` as four planes of u32 (one per word of the vec).
 # Binaries (carry `.gl` and `.devbin`): codec_h as run94.sh says; codec_A … codec_D the same build with
-# /tmp/fwdz-X.patch (committed as ../experiments/thirtyeighth/fwd-restage-X.patch) applied to
+# ../experiments/thirtyeighth/fwd-restage-X.patch (written as /tmp/fwdz-X.patch) applied to
 # c30f9f1; shaders_A … shaders_D the patched shader trees for `--shaders`.
 # Runs past LIMIT seconds are skipped: call with timeout_s ≈ LIMIT + 70.
 R=/tmp/res95
