@@ -30,6 +30,10 @@ mkdir -p "$R"
 TRAIN_ROWS="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward,fused_backward,plain_backward"
 FWD_ROWS="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_OPS=copy,fused_forward,plain_forward"
 E4M3_DEC_ROWS="BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both BITSPARSE_BENCH_OPS=copy,decompress"
+# Every row a floor of issues 15 and 16 reads (the thirty-sixth session's standing set): BF16 in both sign
+# modes, compress and decompress (versions 1 and 2) with the training path's kernels; e4m3's codec.
+FLOOR_ROWS="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_SIGN_PACK=both BITSPARSE_BENCH_OPS=copy,compress,decompress,fused_forward,plain_forward,fused_backward,plain_backward"
+E4M3_ROWS="BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both BITSPARSE_BENCH_OPS=copy,compress,decompress"
 
 # Tar the results folder into $OUT/<its name>.tgz.
 save_results() {

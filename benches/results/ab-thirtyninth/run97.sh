@@ -11,10 +11,8 @@ ONLY_GPU=H200
 LIMIT=${LIMIT:-300}
 . benches/results/device-call.sh
 kernel_ab_env
-A="BITSPARSE_BENCH_DTYPES=bf16 BITSPARSE_BENCH_SIGN_PACK=both BITSPARSE_BENCH_OPS=copy,compress,decompress,fused_forward,plain_forward,fused_backward,plain_backward"
-E="BITSPARSE_BENCH_DTYPES=e4m3 BITSPARSE_BENCH_SIGN_PACK=both BITSPARSE_BENCH_OPS=copy,compress,decompress"
-bench_run s1 codec_h $A
+bench_run s1 codec_h $FLOOR_ROWS
 triton_anchor 150
-bench_run e1 codec_h $E
-bench_run s2 codec_h $A
+bench_run e1 codec_h $E4M3_ROWS
+bench_run s2 codec_h $FLOOR_ROWS
 echo total $(($(date +%s) - T0))s
