@@ -43,16 +43,19 @@ pub struct DenseAct {
     shared: Arc<Mutex<[Option<Pair>; 3]>>,
     dummy: wgpu::Buffer,
     max_wg: u32,
+    /// The forward's override constants: the square's form (`SQUARE_NAN_FLAGS`).
+    forward_consts: Vec<(&'static str, f64)>,
 }
 
 /// The defines of BF16's, F16's and F32's kernels.
 const DEFINES: [&[&str]; 3] = [&[], &["ACT_F16"], &["BITS32"]];
 
-/// Builds the `(forward, backward)` kernels of `plain_act.wgsl` with `defines`.
-fn build(device: &wgpu::Device, defines: &[&str]) -> Result<Pair> {
+/// Builds the `(forward, backward)` kernels of `plain_act.wgsl` with `defines`, the forward with the
+/// override constants `forward` (`Program::kernel` passes those the variant declares).
+fn build(device: &wgpu::Device, defines: &[&str], forward: &[(&'static str, f64)]) -> Result<Pair> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let program = Program::new(device, "plain_act.wgsl", defines, Trust::Checked);
-    let kernels = (program.kernel(device, "forward", &[]), program.kernel(device, "backward", &[]));
+    let kernels = (program.kernel(device, "forward", forward), program.kernel(device, "backward", &[]));
     if let Some(e) = pollster::block_on(scope.pop()) {
         return Err(Error::Wgpu(format!("building the dense activation pipelines {defines:?} failed: {e}")));
     }
@@ -62,7 +65,20 @@ fn build(device: &wgpu::Device, defines: &[&str]) -> Result<Pair> {
 impl DenseAct {
     /// Builds the pipelines (those for an input in the output's buffer on first use).
     pub fn new(device: &wgpu::Device) -> Result<DenseAct> {
-        let kernels = [build(device, DEFINES[0])?, build(device, DEFINES[1])?, build(device, DEFINES[2])?];
+        DenseAct::with_kernel_constants(device, None)
+    }
+
+    /// [`DenseAct::new`] with kernel tuning constants (`CodecConfig::kernel_constants` syntax; items of
+    /// other kernels are checked and left to them): `forward.SQUARE_NAN_FLAGS`, the BF16 ReLU²
+    /// square's form, which the adapter chooses otherwise (shaders/lib/act.wgsl). For A/B measurements.
+    pub fn with_kernel_constants(device: &wgpu::Device, spec: Option<&str>) -> Result<DenseAct> {
+        let square = crate::kernels::square_nan_flags(&device.adapter_info());
+        let mut forward_consts = vec![("SQUARE_NAN_FLAGS", square as u32 as f64)];
+        if let Some(spec) = spec {
+            crate::kernels::apply_tuning(spec, "forward", &mut forward_consts)?;
+        }
+        let c = &forward_consts;
+        let kernels = [build(device, DEFINES[0], c)?, build(device, DEFINES[1], c)?, build(device, DEFINES[2], c)?];
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("bitsparse.plain_act.dummy"),
             size: 16,
@@ -70,7 +86,7 @@ impl DenseAct {
             mapped_at_creation: false,
         });
         let max_wg = device.limits().max_compute_workgroups_per_dimension;
-        Ok(DenseAct { device: device.clone(), kernels, shared: Arc::default(), dummy, max_wg })
+        Ok(DenseAct { device: device.clone(), kernels, shared: Arc::default(), dummy, max_wg, forward_consts })
     }
 
     fn check(r: &BufferRange<'_>, bytes: u64) -> Result<()> {
@@ -102,7 +118,7 @@ impl DenseAct {
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         if shared[i].is_none() {
             let defines: Vec<&str> = DEFINES[i].iter().copied().chain(["SHARED_IO"]).collect();
-            shared[i] = Some(build(&self.device, &defines)?);
+            shared[i] = Some(build(&self.device, &defines, &self.forward_consts)?);
         }
         Ok(Cow::Owned(shared[i].clone().expect("built above")))
     }

@@ -58,13 +58,30 @@ pub(crate) fn subgroup_path_unsupported(device: &wgpu::Device) -> Option<&'stati
 /// see docs/PERFORMANCE.md.
 pub const LOOKBACK_PER_LANE: u32 = 1;
 
+/// Whether the BF16 ReLU² forward, fused (`compress`) and plain (`forward`), squares in its NaN-flags
+/// form on this adapter (`SQUARE_NAN_FLAGS` in shaders/lib/act.wgsl): on NVIDIA's H200 only. Both
+/// forms give the same bits and the driver builds each to the same registers on the H100 and the H200,
+/// yet the flags form took the H200's fused forward 5–6 % and its plain forward 4 % below the other
+/// form, and the H100's fused forward 7–8 % above it (one call on each card, interleaved runs;
+/// docs/PERFORMANCE.md, fortieth session). Other adapters keep the form measured faster on the H100.
+pub(crate) fn square_nan_flags(info: &wgpu::AdapterInfo) -> bool {
+    square_nan_flags_for(info.vendor, &info.name)
+}
+
+/// [`square_nan_flags`] of an adapter's PCI vendor id and name.
+fn square_nan_flags_for(vendor: u32, name: &str) -> bool {
+    vendor == 0x10de && name.contains("H200")
+}
+
 /// The constants the knob may set, with the range each shader relies on (trusted modules: a value
 /// outside it could index out of bounds or never terminate).
 /// `compress_v2.POSITIONS_GAIN` (0..=64, an A/B of [`crate::format::v2::POSITIONS_GAIN`], which the host
 /// sets otherwise): the version-2 writer takes a positions tile only where its words × (64 + N) / 64
 /// are fewer than the mask tile's (other values than the canonical one make streams whose compact form
 /// differs from the CPU encoder's; `shaders/compress_v2.wgsl`).
-const TUNABLE: [(&str, &str, f64, f64); 3] = [
+const TUNABLE: [(&str, &str, f64, f64); 5] = [
+    ("compress", "SQUARE_NAN_FLAGS", 0.0, 1.0),
+    ("forward", "SQUARE_NAN_FLAGS", 0.0, 1.0),
     ("compress", "SPIN_LIMIT", 1.0, 1e9),
     ("compress", "LOOKBACK_PER_LANE", 1.0, 8.0),
     ("compress_v2", "POSITIONS_GAIN", 0.0, 64.0),
@@ -101,7 +118,7 @@ pub fn parse_constants(spec: &str) -> std::result::Result<Vec<ConstantItem<'_>>,
 
 /// Applies the items of `spec` (see [`parse_constants`]) for `kernel`. Unknown kernels or names, and
 /// values outside [`TUNABLE`]'s ranges, are errors, not silently ignored.
-fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
+pub(crate) fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>) -> Result<()> {
     let bad = |why: String| {
         // The list comes from TUNABLE itself, so a new knob cannot be left out of the message.
         let tunable: Vec<String> = TUNABLE.iter().map(|(k, n, lo, hi)| format!("{k}.{n} {lo}..={hi}")).collect();
@@ -124,7 +141,8 @@ fn apply_tuning(spec: &str, kernel: &str, consts: &mut Vec<(&'static str, f64)>)
 }
 
 /// The override constants of `kernel` ("compress", "decompress" or "compress_v2", the version-2
-/// writer, which scans with lib/tile.wgsl too): the spin limit and look-back window of compress, the
+/// writer, which scans with lib/tile.wgsl too): the forward's square form (`square_flags`,
+/// [`square_nan_flags`]; the fused forward's), the spin limit and look-back window of compress, the
 /// version-2 writer's positions margin, `SCAN_SLOTS` (lib/tile.wgsl) on the subgroup path (one slot per
 /// subgroup of the smallest size the
 /// adapter reports, `subgroup_min`, so the workgroup array is no larger than needed: its default is 32
@@ -135,10 +153,12 @@ fn override_constants(
     path: CodecPath,
     subgroup_min: u32,
     spin_limit: u32,
+    square_flags: bool,
     tuning: Option<&str>,
 ) -> Result<Vec<(&'static str, f64)>> {
     let mut c = Vec::new();
     if kernel == "compress" {
+        c.push(("SQUARE_NAN_FLAGS", square_flags as u32 as f64));
         c.push(("SPIN_LIMIT", spin_limit as f64));
         c.push(("LOOKBACK_PER_LANE", LOOKBACK_PER_LANE as f64));
     }
@@ -689,10 +709,11 @@ impl Kernels {
     }
 
     /// The override constants of `kernel` ([`override_constants`] with this device's smallest subgroup
-    /// size, spin limit and tuning spec).
+    /// size, square form, spin limit and tuning spec).
     pub(crate) fn constants(&self, kernel: &str) -> Result<Vec<(&'static str, f64)>> {
         let min = self.device.adapter_info().subgroup_min_size;
-        override_constants(kernel, self.path, min, self.spin_limit, self.tuning.as_deref())
+        let square = square_nan_flags(&self.device.adapter_info());
+        override_constants(kernel, self.path, min, self.spin_limit, square, self.tuning.as_deref())
     }
 
     /// Builds `v`: one program (the layout comes from its reflected interface), its main kernel and, for a
@@ -864,6 +885,18 @@ mod tests {
         }
     }
 
+    /// The square's form follows the adapter: the flags form on NVIDIA's H200s only.
+    #[test]
+    fn square_form_by_adapter() {
+        assert!(square_nan_flags_for(0x10de, "NVIDIA H200"));
+        assert!(square_nan_flags_for(0x10de, "NVIDIA H200 NVL"));
+        for (vendor, name) in
+            [(0x10de, "NVIDIA H100 80GB HBM3"), (0x10005, "llvmpipe (LLVM 15.0.6, 256 bits)"), (0x1002, "H200")]
+        {
+            assert!(!square_nan_flags_for(vendor, name), "{name}");
+        }
+    }
+
     /// `Program::kernel` passes a pipeline only the constants its variant declares, so a constant no
     /// variant declares (a renamed override) would be dropped everywhere without a word: every constant
     /// the library sets on either path, and every tunable knob, must be declared by some variant of its
@@ -876,7 +909,7 @@ mod tests {
             [("compress", "compress.wgsl"), ("decompress", "decompress.wgsl"), ("compress_v2", "compress_v2.wgsl")]
         {
             for path in [CodecPath::Subgroup, CodecPath::Portable] {
-                for (name, _) in override_constants(kernel, path, 32, 64, Some(&spec.join(","))).unwrap() {
+                for (name, _) in override_constants(kernel, path, 32, 64, false, Some(&spec.join(","))).unwrap() {
                     let declared = VARIANTS
                         .iter()
                         .filter(|v| v.file == file)
@@ -887,7 +920,7 @@ mod tests {
         }
         // Every knob reaches its kernel's constants.
         for (k, n, _, _) in TUNABLE {
-            let c = override_constants(k, CodecPath::Portable, 32, 64, Some(&spec.join(","))).unwrap();
+            let c = override_constants(k, CodecPath::Portable, 32, 64, false, Some(&spec.join(","))).unwrap();
             assert!(c.iter().any(|(name, _)| *name == n), "{k}.{n} not among {c:?}");
         }
         // The modes' constants too (a renamed override would leave every pipeline reading its mode at
@@ -919,6 +952,11 @@ mod tests {
         // An unfused kernel has no activation to fix (a pipeline per activation would be a waste).
         let plain = Variant::new(Op::Compress, Elem::Bits16, Io::Buffer, Fusion::None, Storage::Native).unwrap();
         assert_eq!(plain.with_modes(all).modes().act, None);
+        // The plain forward takes the square's form too (DenseAct sets it on each dtype's forward).
+        for defines in [&[][..], &["ACT_F16"], &["BITS32"]] {
+            let plain = crate::shaders::interface("plain_act.wgsl", defines).unwrap();
+            assert!(plain.declares_override("SQUARE_NAN_FLAGS"), "plain_act.wgsl {defines:?} lacks it");
+        }
         // And the table follows the defines: SCAN_SLOTS only where the subgroup scan is compiled in.
         let sub = crate::shaders::interface("decompress.wgsl", &["SUBGROUP"]).unwrap();
         let portable = crate::shaders::interface("decompress.wgsl", &[]).unwrap();

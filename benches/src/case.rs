@@ -38,6 +38,8 @@ pub struct BatchCtx<'a> {
     pub verify: bool,
     /// The plain dense kernels, built once per run when first needed.
     pub dense: &'a std::cell::OnceCell<bitsparse::dense_act::DenseAct>,
+    /// `BITSPARSE_KERNEL_CONSTANTS` (the plain forward takes its `forward.*` items).
+    pub kernel_constants: Option<&'a str>,
     /// Inputs of the fused and plain kernels, made once per batch when first needed.
     pub fused: std::cell::OnceCell<super::fused::FusedInputs>,
 }

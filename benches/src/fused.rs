@@ -61,7 +61,7 @@ fn inputs<'c>(ctx: &'c BatchCtx<'_>) -> Result<Option<&'c FusedInputs>> {
 
 fn dense(ctx: &BatchCtx<'_>) -> Result<DenseAct> {
     if ctx.dense.get().is_none() {
-        let _ = ctx.dense.set(DenseAct::new(ctx.device)?);
+        let _ = ctx.dense.set(DenseAct::with_kernel_constants(ctx.device, ctx.kernel_constants)?);
     }
     ctx.dense.get().cloned().ok_or_else(|| Error::InvalidArgument("dense kernels missing".into()))
 }

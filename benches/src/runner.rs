@@ -43,7 +43,8 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
     let mode = StampMode::for_device(&gpu.device)?;
     let cpu = is_cpu_adapter(&gpu.info);
     let sweep = config.resolve(cpu)?;
-    let codec = Codec::with_config(&gpu.device, crate::codec_config_from_env()?)?;
+    let codec_config = crate::codec_config_from_env()?;
+    let codec = Codec::with_config(&gpu.device, codec_config.clone())?;
     let copy = CopyKernel::new(&gpu.device)?;
     let dense = std::cell::OnceCell::new();
     let limits = gpu.device.limits();
@@ -122,6 +123,7 @@ pub fn run_on(gpu: &GpuContext, config: &BenchConfig) -> Result<BenchReport> {
                     input: &input,
                     verify: config.verify,
                     dense: &dense,
+                    kernel_constants: codec_config.kernel_constants.as_deref(),
                     fused: std::cell::OnceCell::new(),
                 };
                 // CPU adapters: no retries (their copies vary with the host's load, not with a disturbance).

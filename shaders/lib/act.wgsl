@@ -117,6 +117,20 @@ fn act_word(w: u32, act: u32) -> u32 {
     return (sq & ~nan) | (0x7fc07fc0u & nan);
 }
 
+// Which form the BF16 ReLU² forward's square takes (relu_act_word; the fused and the plain forward): 0,
+// its NaNs from the product, canonical before rounding (b3614a5); 1, NaN inputs flagged and the rounded
+// word masked (the form before it). The same bits either way, and the same driver builds each form with
+// the same registers and code size on the H100 and the H200 (fused forward: 37, 21,248 B; 35, 20,736 B),
+// yet each card is faster with a different one (201M BF16, unordered, ms at ρ = 0.5 / 0.176 / 0.05, interleaved runs in one call each;
+// docs/PERFORMANCE.md, fortieth session): on an H200 the flags form takes the fused forward 0.3493 /
+// 0.2990 / 0.2886 -> 0.3325 / 0.2823 / 0.2719 (-4.8 / -5.6 / -5.8 %) and the plain forward 0.2302 /
+// 0.2297 / 0.2294 -> 0.2214 / 0.2210 / 0.2208 (-3.8 %; one run's ρ = 0.5 rows, 5-9 % slow in every
+// kernel, left out); on an H100 it takes the fused forward 0.4271 / 0.3645 / 0.3457 -> 0.4608 / 0.3944 /
+// 0.3704 (+7.9 / +8.2 / +7.1 %), the plain forward unchanged (memory-bound there). The host sets 1 on an
+// H200 and 0 elsewhere (`kernels::square_nan_flags`); `compress.SQUARE_NAN_FLAGS` and
+// `forward.SQUARE_NAN_FLAGS` override it.
+override SQUARE_NAN_FLAGS: u32 = 0u;
+
 // relu_word and act_word of it at once (the forward's first step): the NaN flags are found once,
 // and the square is taken of z itself, a negative z's square masked to +0 with the relu's own mask.
 // The same bits as act_word(relu_word(z)), with fewer integer instructions.
@@ -132,19 +146,20 @@ fn relu_act_word(z: u32, act: u32) -> ReluActWord {
     if act == 0u {
         return ReluActWord(r, r);
     }
-    // The square of z itself, a negative z's square masked to +0 with the relu's own mask; a NaN z
-    // squares to a NaN, replaced by the canonical f32 quiet NaN before rounding as in grad_word, instead
-    // of flagging NaN inputs and masking the rounded word (the NaN flags are the relu's only). On an
-    // H100 (201M BF16, unordered, one call, two interleaved runs each; benches/results/ab-thirtyfourth,
-    // call 2): the fused forward 0.4576 / 0.3956 / 0.3676 -> 0.4256 / 0.3657 / 0.3469 ms at ρ = 0.5 /
-    // 0.176 / 0.05 (-7.0 / -7.6 / -5.6 %), the plain forward (memory-bound there) unchanged; as a knob in
-    // call 1, -7.7 / -6.3 / -5.3 % (35 -> 36 registers). Not yet timed on the H200, where the
-    // thirty-third session's call had it only together with STATUS_EARLY (+5 %; STATUS_EARLY on the
-    // H100 +0.8 / -1.7 / +3.7 %). The squares' NaNs made canonical by one unsigned min instead of
-    // bf16_pair's compare and select (a square's sign bit is set only for a NaN) was +7.2 / +7.9 /
-    // +6.5 % on an H100 (three interleaved pairs; benches/results/experiments/thirtysixth).
+    // The square of z itself, a negative z's square masked to +0 with the relu's own mask. Two forms,
+    // the same bits: SQUARE_NAN_FLAGS (above) says which one this pipeline takes.
     let lo = bitcast<f32>(z << 16u);
     let hi = bitcast<f32>(z & 0xffff0000u);
+    if SQUARE_NAN_FLAGS != 0u {
+        // NaN inputs flagged and the rounded word masked: the form before b3614a5.
+        let sq = (rne_high(bitcast<u32>(lo * lo)) >> 16u) | rne_high(bitcast<u32>(hi * hi));
+        let nanh = halves(nan);
+        return ReluActWord(r, (sq & ~(nanh | neg)) | (0x7fc07fc0u & nanh));
+    }
+    // A NaN z squares to a NaN, replaced by the canonical f32 quiet NaN before rounding as in grad_word
+    // (the NaN flags are the relu's only). The squares' NaNs made canonical by one unsigned min instead
+    // of bf16_pair's compare and select (a square's sign bit is set only for a NaN) was +7.2 / +7.9 /
+    // +6.5 % on an H100 (three interleaved pairs; benches/results/experiments/thirtysixth).
     return ReluActWord(r, bf16_pair(bitcast<u32>(lo * lo), bitcast<u32>(hi * hi)) & ~neg);
 }
 

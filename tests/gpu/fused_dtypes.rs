@@ -21,6 +21,7 @@ pub fn tests() -> Vec<Test> {
         vulkan_test!(fused_f32_forward_backward_match_cpu_and_dense),
         vulkan_test!(fused_f16_forward_backward_match_cpu_and_dense),
         vulkan_test!(fused_f16_every_value),
+        vulkan_test!(fused_bf16_square_forms_every_value),
         vulkan_test!(fused_f32_f16_sign_pack_and_refusals),
     ]
 }
@@ -269,6 +270,47 @@ fn fused_f16_every_value(ctx: GpuContext) {
     for codec in codecs(&ctx) {
         for act in [Activation::Relu, Activation::Relu2, Activation::Relu2Stepwise] {
             case(&ctx, &codec, &dense, DType::F16, &z, &g, act, Options::default());
+        }
+    }
+}
+
+/// BF16 ReLU²'s two square forms (`SQUARE_NAN_FLAGS` in shaders/lib/act.wgsl; the adapter picks one,
+/// the tuning constants force either): the fused and the dense forward, each form on both paths, on
+/// every BF16 pattern whose square is zero, normal in f32, infinite or NaN (±0, |z| >= 2^-63, ±∞ and
+/// every NaN payload of both signs; GPUs may flush an f32 subnormal square, docs/FUSED.md), in a
+/// scrambled order. g lies in ±[0.5, 2) with ±0, ±∞ and NaNs among it, so every 2·r·g is 0, normal,
+/// infinite or NaN.
+fn fused_bf16_square_forms_every_value(ctx: GpuContext) {
+    let z: Vec<u16> = (0..1u32 << 16)
+        .map(|i| (i.wrapping_mul(40503) & 0xffff) as u16)
+        .filter(|&x| {
+            let exp = (x >> 7) & 0xff;
+            exp >= 64 || x & 0x7fff == 0
+        })
+        .collect();
+    assert!(z.iter().any(|&x| act::bf16_is_nan(x) && x & 0x8000 != 0), "no NaN with its sign bit set");
+    const SPECIAL: [u16; 6] = [0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc1, 0xffc3];
+    let g: Vec<u16> = (0..z.len() as u32)
+        .map(|i| {
+            if i % 97 == 0 {
+                SPECIAL[(i / 97) as usize % SPECIAL.len()]
+            } else {
+                (0x3f00 + (i.wrapping_mul(7) & 0xff) as u16) | (((i >> 3) & 1) as u16) << 15
+            }
+        })
+        .collect();
+    let (z, g) = (le(&z, |x| x.to_le_bytes().to_vec()), le(&g, |x| x.to_le_bytes().to_vec()));
+    for form in 0..2 {
+        let config = |force_portable| CodecConfig {
+            force_portable,
+            kernel_constants: Some(format!("compress.SQUARE_NAN_FLAGS={form}")),
+            ..Default::default()
+        };
+        let spec = format!("forward.SQUARE_NAN_FLAGS={form}");
+        let dense = DenseAct::with_kernel_constants(&ctx.device, Some(&spec)).unwrap();
+        for force_portable in [false, true] {
+            let codec = Codec::with_config(&ctx.device, config(force_portable)).unwrap();
+            case(&ctx, &codec, &dense, DType::Bf16, &z, &g, Activation::Relu2, Options::default());
         }
     }
 }
