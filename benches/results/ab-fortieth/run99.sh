@@ -1,15 +1,16 @@
 #!/bin/bash
-# Fortieth session, call 3 (any card; an H200 preferred): two one-function changes of shaders/lib/act.wgsl
-# against the kept kernels, interleaved, with the driver's register counts and the Triton anchor:
+# Fortieth session, call 3 (any card; an H200 preferred): two one-function changes of
+# shaders/lib/act.wgsl against the kept kernels, interleaved, with the driver's register counts and the
+# Triton anchor:
 #  - B, experiments/fortieth/bwd-act-word-bf16-pair.patch (codec_B, shaders_B): the fused backward's
 #    dense `a` (act_word) squares with bf16_pair's NaNs from the product, as the forward (b3614a5) and
 #    the gradient already do. GPU suite 146 passed on lavapipe; a mutant without the NaN replacement
 #    fails two fused tests.
-#  - R, experiments/fortieth/fwd-square-before-b3614a5.patch (codec_R, shaders_R): the forward's square
-#    as before b3614a5 (-6 to -8 % on the H100; never timed alone on an H200).
+#  - R, experiments/fortieth/fwd-square-before-b3614a5.patch (codec_R, shaders_R): the forward's
+#    square as before b3614a5 (-6 to -8 % on the H100; never timed alone on an H200).
 # Binaries (carry `.gl` and `.devbin`): codec_X = `cargo bench -p bitsparse-bench --bench codec
-# --no-run` with the patch applied to HEAD, stripped; shaders_X = `git archive HEAD shaders` + the patch.
-# Runs past LIMIT seconds are skipped: call with timeout_s ≈ LIMIT + 70.
+# --no-run` with the patch applied to HEAD, stripped; shaders_X = `git archive HEAD shaders` + the
+# patch. Runs past LIMIT seconds are skipped: call with timeout_s ≈ LIMIT + 70.
 R=/tmp/res99
 LIMIT=${LIMIT:-330}
 . benches/results/device-call.sh
