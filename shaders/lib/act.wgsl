@@ -121,14 +121,14 @@ fn act_word(w: u32, act: u32) -> u32 {
 // its NaNs from the product, canonical before rounding (b3614a5); 1, NaN inputs flagged and the rounded
 // word masked (the form before it). The same bits either way, and the same driver builds each form with
 // the same registers and code size on the H100 and the H200 (fused forward: 37, 21,248 B; 35, 20,736 B),
-// yet each card is faster with a different one (201M BF16, unordered, ms at ρ = 0.5 / 0.176 / 0.05, interleaved runs in one call each;
-// docs/PERFORMANCE.md, fortieth session): on an H200 the flags form takes the fused forward 0.3493 /
-// 0.2990 / 0.2886 -> 0.3325 / 0.2823 / 0.2719 (-4.8 / -5.6 / -5.8 %) and the plain forward 0.2302 /
-// 0.2297 / 0.2294 -> 0.2214 / 0.2210 / 0.2208 (-3.8 %; one run's ρ = 0.5 rows, 5-9 % slow in every
-// kernel, left out); on an H100 it takes the fused forward 0.4271 / 0.3645 / 0.3457 -> 0.4608 / 0.3944 /
-// 0.3704 (+7.9 / +8.2 / +7.1 %), the plain forward unchanged (memory-bound there). The host sets 1 on an
-// H200 and 0 elsewhere (`kernels::square_nan_flags`); `compress.SQUARE_NAN_FLAGS` and
-// `forward.SQUARE_NAN_FLAGS` override it.
+// yet each card is faster with a different one (201M BF16, unordered, ms at ρ = 0.5 / 0.176 / 0.05,
+// interleaved runs in one call each; docs/PERFORMANCE.md, fortieth session): on an H200 the flags form
+// takes the fused forward 0.3493 / 0.2990 / 0.2886 -> 0.3325 / 0.2823 / 0.2719 (-4.8 / -5.6 / -5.8 %)
+// and the plain forward 0.2302 / 0.2297 / 0.2294 -> 0.2214 / 0.2210 / 0.2208 (-3.8 %; one run's ρ = 0.5
+// rows, 5-9 % slow in every kernel, left out); on an H100 it takes the fused forward 0.4271 / 0.3645 /
+// 0.3457 -> 0.4608 / 0.3944 / 0.3704 (+7.9 / +8.2 / +7.1 %), the plain forward unchanged (memory-bound
+// there). The host sets 1 on an H200 and 0 elsewhere (`kernels::square_nan_flags`);
+// `compress.SQUARE_NAN_FLAGS` and `forward.SQUARE_NAN_FLAGS` override it.
 override SQUARE_NAN_FLAGS: u32 = 0u;
 
 // relu_word and act_word of it at once (the forward's first step): the NaN flags are found once,
