@@ -711,9 +711,9 @@ impl Kernels {
     /// The override constants of `kernel` ([`override_constants`] with this device's smallest subgroup
     /// size, square form, spin limit and tuning spec).
     pub(crate) fn constants(&self, kernel: &str) -> Result<Vec<(&'static str, f64)>> {
-        let min = self.device.adapter_info().subgroup_min_size;
-        let square = square_nan_flags(&self.device.adapter_info());
-        override_constants(kernel, self.path, min, self.spin_limit, square, self.tuning.as_deref())
+        let info = self.device.adapter_info();
+        let square = square_nan_flags(&info);
+        override_constants(kernel, self.path, info.subgroup_min_size, self.spin_limit, square, self.tuning.as_deref())
     }
 
     /// Builds `v`: one program (the layout comes from its reflected interface), its main kernel and, for a
