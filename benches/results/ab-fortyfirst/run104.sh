@@ -21,7 +21,7 @@ for f in 1 2 3 4; do
   compress_stats "f$f" --shaders .devbin/shaders_Q --constants "compress.SQUARE_NAN_FLAGS=$f"
 done
 save_results
-compress_stats z --shaders .devbin/shaders_Z
+compress_stats z --shaders .devbin/shaders_Z --constants "compress.SQUARE_NAN_FLAGS=1"
 save_results
 forms() {
   for f in 1 2 3 4; do
