@@ -20,7 +20,7 @@ if ! ls .gl/*.deb >/dev/null 2>&1; then
 fi
 build() {
   local exe
-  exe=$(cargo bench -p bitsparse-bench --bench codec --no-run --message-format=json 2>/dev/null |
+  exe=$(cargo bench -p bitsparse-bench --bench codec --no-run --message-format=json |
     python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
@@ -33,10 +33,13 @@ for l in sys.stdin:
 cargo build --release -p bitsparse-tools --bin pipeline_stats
 strip -o .devbin/ps_x target/release/pipeline_stats
 build k
+# A failed build leaves no patch behind.
+trap 'git checkout -- shaders src tests' EXIT
 for v in Q:fortieth/fwd-square-forms-knob Z:thirtyeighth/fwd-restage-B; do
   git apply "benches/results/experiments/${v#*:}.patch"
   build "${v%%:*}"
   git checkout -- shaders src tests
 done
+trap - EXIT
 touch shaders/compress.wgsl
 ls -la .devbin

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Binaries: build104.sh (beside this script). Forty-first session, for an H200 (on another card it stops before its set-up): the forward's square in
+# Binaries: build104.sh (beside this script).
+# Forty-first session, for an H200 (on another card it stops before its set-up): the forward's square in
 # forms 1-4 (codec_Q, experiments/fortieth/fwd-square-forms-knob.patch: 2 the unsigned-min square, 3 the
 # square of r in the product form, 4 the square of r in the flags form; 1 the kept H200 form, the
 # baseline), each forced through the kernel constants, two interleaved passes, with the driver's counts;
