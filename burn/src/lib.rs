@@ -3,8 +3,9 @@
 //! BitSparse inside Burn's autodiff: [`BitSparseMlp`] is the MLP block `Linear → ReLU² (or ReLU) →
 //! Linear` whose backward state is the block's input and relu(z) compressed losslessly on the GPU (a
 //! 1-bit mask + the nonzeros), in an arena on Burn's own wgpu device. Its outputs and gradients are
-//! bit-identical to Burn's dense block; the block keeps about 5 KB per token at d = 768 instead of
-//! Burn's 40 KB.
+//! bit-identical to Burn's dense block wherever Burn runs the same matmul kernels for both (its
+//! autotune picks them by timing, per fused graph: `docs/FUSED.md`); the block keeps about 5 KB per
+//! token at d = 768 instead of Burn's 40 KB.
 //!
 //! ```no_run
 //! use bitsparse_burn::{BitSparse, BitSparseConfig, BitSparseMlpConfig};

@@ -62,7 +62,9 @@ impl BitSparseMlpConfig {
 /// `Linear → ReLU² (or ReLU) → Linear` whose autodiff state is the block's input and the BitSparse
 /// stream of relu(z) instead of Burn's 13·d floats per token (x, h, r and r²). Its parameters are
 /// those of a dense block with fields `fc1` and `fc2` (records load either way), and its output,
-/// loss and gradients are bit-identical to [`BitSparseMlp::forward_dense`]'s.
+/// loss and gradients are bit-identical to [`BitSparseMlp::forward_dense`]'s where Burn's matmuls run
+/// the same kernels in both (Burn's fusion folds the dense activation into the matmuls around it, and
+/// autotune picks a fused matmul's kernel apart from a plain one's, by timing: `docs/FUSED.md`).
 #[derive(Module, Debug)]
 pub struct BitSparseMlp {
     /// The first projection.
@@ -107,7 +109,7 @@ impl BitSparseMlp {
     }
 
     /// Burn's own dense block, op for op: `fc1.forward`, `relu`, `r * r`, `fc2.forward` (the reference
-    /// the BitSparse forward is bit-identical to).
+    /// the BitSparse forward is bit-identical to, given the same matmul kernels).
     pub fn forward_dense<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         let r = burn::tensor::activation::relu(self.fc1.forward(x));
         let a = match self.activation {

@@ -1,7 +1,7 @@
 //! Several wgpu devices in one process (issue: data-parallel training): two Burn devices opened from one
 //! adapter, one `BitSparse` holding a codec and an arena for each, a block and its fork training on both
 //! at once from two threads. Each device's concurrent BitSparse run equals, bit for bit, a dense
-//! single-device run on that device over the same micro-batches.
+//! single-device run on that device over the same micro-batches (`crate::reference::dense`).
 
 use bitsparse::host::context;
 use bitsparse_burn::{BitSparse, BitSparseConfig, BitSparseMlp, MlpActivation};
@@ -69,8 +69,10 @@ fn run(m: &BitSparseMlp, device: &Device, ctx: Option<&BitSparse>) -> Vec<Vec<u8
         if let Some(ctx) = ctx {
             ctx.begin_step(device).unwrap();
         }
-        let y = m.forward(x);
+        let y = if ctx.is_some() { m.forward(x) } else { crate::reference::dense(m, x) };
         let grads = (y.clone() * y.clone()).mean().backward();
+        // Both paths' ops run as batches of their own (as in `mlp::step`).
+        device.sync().expect("sync");
         if let Some(ctx) = ctx {
             // Its own device's arena took the block's one compressed tensor.
             let report = ctx.finish_step(device).unwrap();

@@ -11,6 +11,7 @@ mod common;
 
 mod devices;
 mod mlp;
+mod reference;
 
 fn main() {
     // One at a time: shared device, process-wide counters, and lavapipe has 2 cores to give.

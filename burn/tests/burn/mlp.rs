@@ -10,6 +10,7 @@ use burn::optim::{GradientsParams, SgdConfig};
 use burn::tensor::{Device, Distribution, FloatDType, Tensor, TensorData};
 
 use crate::common::harness::{Test, VULKAN};
+use crate::reference;
 
 /// Burn's device and the wgpu handles behind it, opened once per process.
 struct Shared {
@@ -35,7 +36,7 @@ const FF: usize = 136;
 const T: usize = 7;
 
 /// A block with weights of `dtype` drawn on `device`, and its twin sharing those exact weights; the first
-/// runs the BitSparse op (`ctx`), the second Burn's dense block.
+/// runs the BitSparse op (`ctx`), the second (no context) Burn's dense block, through [`forward`].
 fn twins(device: &Device, dtype: FloatDType, act: MlpActivation, ctx: &BitSparse) -> (BitSparseMlp, BitSparseMlp) {
     let linear = |i: usize, o: usize| {
         let w = Tensor::<2>::random([i, o], Distribution::Uniform(-0.3, 0.3), device).cast(dtype);
@@ -51,6 +52,16 @@ fn twins(device: &Device, dtype: FloatDType, act: MlpActivation, ctx: &BitSparse
         BitSparseMlp::from_linears(l(&w1, &b1), l(&w2, &b2), act, ctx)
     };
     (make(Some(ctx)), make(None))
+}
+
+/// `m`'s forward: the BitSparse op when `m` has a context, else the dense reference
+/// ([`reference::dense`]: Burn's dense block whose GEMMs run the same kernels as the BitSparse op's).
+fn forward(m: &BitSparseMlp, x: Tensor<2>) -> Tensor<2> {
+    if m.ctx.is_some() {
+        m.forward(x)
+    } else {
+        reference::dense(m, x)
+    }
 }
 
 fn bits(t: Tensor<2>) -> Vec<u8> {
@@ -79,17 +90,26 @@ struct StepBits {
 }
 
 /// One SGD step of `m` on `x` (rows of D) with loss mean((y - target)²)·k, returning the step's bits.
+///
+/// The device is synchronised where the step begins, after its backward and after its optimizer
+/// step, for either twin: Burn's fusion plans over the ops queued when they run, so each twin's
+/// forward and backward then run as one batch of their own ops alone. Without it the dense twin's
+/// forward was queued behind the BitSparse twin's optimizer update, and in that batch fusion folded
+/// the loss into fc2's matmul (a fused 16×32×256 key with 4 ops, tuned apart from the BitSparse
+/// twin's plain one; cubecl's autotune log, where each twin run alone tuned the same 18 keys).
 fn step(m: BitSparseMlp, x: &Tensor<2>, target: &Tensor<2>, ctx: Option<&BitSparse>) -> (BitSparseMlp, StepBits) {
+    let device = x.device();
+    device.sync().expect("sync");
     let x = x.clone().detach().require_grad();
     if let Some(ctx) = ctx {
-        ctx.begin_step(&x.device()).unwrap();
+        ctx.begin_step(&device).unwrap();
     }
-    let y = m.forward(x.clone());
+    let y = forward(&m, x.clone());
     let diff = y.clone() - target.clone();
     let loss = (diff.clone() * diff).mean();
     let grads = loss.backward();
+    device.sync().expect("sync");
     if let Some(ctx) = ctx {
-        let device = x.device();
         ctx.finish_step(&device).expect("the step's status read");
     }
     let g = |t: Option<Tensor<2>>| bits(t.expect("a gradient"));
@@ -105,6 +125,7 @@ fn step(m: BitSparseMlp, x: &Tensor<2>, target: &Tensor<2>, ctx: Option<&BitSpar
     let gp = GradientsParams::from_grads(grads, &m);
     let mut opt = SgdConfig::new().init();
     let m = opt.step(0.05, m, gp);
+    device.sync().expect("sync");
     (m, out)
 }
 
@@ -119,8 +140,8 @@ fn train_pair(dtype: FloatDType, act: MlpActivation, checkpointing: bool) {
     let ctx = context(1 << 20);
     let (mut bs, mut dense) = twins(&device, dtype, act, &ctx);
     let shapes = [3 * T, 5 * T, 2 * T + 1];
-    warm_up(&dense, &device, dtype, &shapes);
-    warm_up_bitsparse(&bs, &ctx, &device, dtype, &shapes);
+    warm_up_steps(&dense, None, &device, dtype, &shapes);
+    warm_up_steps(&bs, Some(&ctx), &device, dtype, &shapes);
     for (i, rows) in shapes.into_iter().enumerate() {
         let x = Tensor::<2>::random([rows, D], Distribution::Normal(0.0, 1.0), &device).cast(dtype);
         let target = Tensor::<2>::random([rows, D], Distribution::Normal(0.0, 0.1), &device).cast(dtype);
@@ -148,7 +169,7 @@ fn train_pair(dtype: FloatDType, act: MlpActivation, checkpointing: bool) {
 fn warm_up(m: &BitSparseMlp, device: &Device, dtype: FloatDType, shapes: &[usize]) {
     for &rows in shapes {
         let x = Tensor::<2>::random([rows, D], Distribution::Normal(0.0, 1.0), device).cast(dtype);
-        let y = m.forward_dense(if device.is_autodiff() { x.require_grad() } else { x });
+        let y = reference::dense(m, if device.is_autodiff() { x.require_grad() } else { x });
         if device.is_autodiff() {
             let _ = (y.clone() * y).mean().backward();
         }
@@ -156,17 +177,16 @@ fn warm_up(m: &BitSparseMlp, device: &Device, dtype: FloatDType, shapes: &[usize
     device.sync().expect("sync");
 }
 
-/// [`warm_up`] for the BitSparse twin: whole training steps of a copy of it, discarded. Its matmuls are
-/// not the dense twin's (Burn's fusion folds the dense activation into the GEMMs around it, so they
-/// are autotuned under other keys): a fresh clone once failed `train_bit_identical_burn_f32_*` at
-/// the 2T+1-row step, the BitSparse forward's last bits differing, with only the dense twin warmed.
-fn warm_up_bitsparse(m: &BitSparseMlp, ctx: &BitSparse, device: &Device, dtype: FloatDType, shapes: &[usize]) {
+/// [`warm_up`] as the compared steps run: whole training steps of a copy of `m` (the BitSparse twin
+/// with `ctx`), discarded, so that each twin meets the very op batches it is compared on (a fresh
+/// clone once failed `train_bit_identical_burn_f32_*` at the 2T+1-row step, the BitSparse forward's
+/// last bits differing, with only the dense twin warmed, when the dense twin was Burn's fused block).
+fn warm_up_steps(m: &BitSparseMlp, ctx: Option<&BitSparse>, device: &Device, dtype: FloatDType, shapes: &[usize]) {
     for &rows in shapes {
         let x = Tensor::<2>::random([rows, D], Distribution::Normal(0.0, 1.0), device).cast(dtype);
         let target = Tensor::<2>::random([rows, D], Distribution::Normal(0.0, 0.1), device).cast(dtype);
-        let _ = step(m.clone(), &x, &target, Some(ctx));
+        let _ = step(m.clone(), &x, &target, ctx);
     }
-    device.sync().expect("sync");
 }
 
 /// For each gradient (x, w1, b1, w2, b2) whose bits differ: its name, how many of its elements differ and
@@ -287,7 +307,7 @@ fn overflow_and_recovery(deferred: bool) {
     let device = shared().device.clone().autodiff();
     let ctx = context(1024);
     let (bs, dense) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
-    warm_up(&dense, &device, FloatDType::F32, &[5 * T]);
+    warm_up_steps(&dense, None, &device, FloatDType::F32, &[5 * T]);
     let x = Tensor::<2>::random([5 * T, D], Distribution::Normal(0.0, 1.0), &device);
     let target = Tensor::<2>::zeros([5 * T, D], &device);
     let before = params(&bs);
@@ -329,7 +349,7 @@ fn strided_inputs_burn_f32() {
         let yb = bs.forward(x.clone());
         let gb = yb.clone().sum().backward();
         ctx.finish_step(&device).unwrap();
-        let yd = dense.forward(x.clone());
+        let yd = forward(&dense, x.clone());
         let gd = yd.clone().sum().backward();
         assert_eq!(bits(yb.detach()), bits(yd.detach()), "view {i}: output differs");
         let w = |m: &BitSparseMlp, g| bits(m.fc1.weight.val().grad(g).unwrap().inner());
@@ -342,8 +362,10 @@ fn inference_is_dense_burn_f32() {
     let device = shared().device.clone();
     let ctx = context(1 << 20);
     let (bs, dense) = twins(&device, FloatDType::F32, MlpActivation::Relu2, &ctx);
-    warm_up(&dense, &device, FloatDType::F32, &[3 * T]);
     let x = Tensor::<2>::random([3 * T, D], Distribution::Normal(0.0, 1.0), &device);
+    // Both run Burn's fused dense block here (the same graph, so the same autotuned kernels); once
+    // first, so that Burn's autotune has chosen them.
+    let _ = bits(dense.forward(x.clone()));
     ctx.begin_step(&device).unwrap();
     let (yb, yd) = (bs.forward(x.clone()), dense.forward(x));
     let report = ctx.finish_step(&device).unwrap();
