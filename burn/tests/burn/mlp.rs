@@ -348,9 +348,11 @@ fn strided_inputs_burn_f32() {
         ctx.begin_step(&device).unwrap();
         let yb = bs.forward(x.clone());
         let gb = yb.clone().sum().backward();
+        device.sync().expect("sync"); // each twin's ops as a batch of their own, as in `step`
         ctx.finish_step(&device).unwrap();
         let yd = forward(&dense, x.clone());
         let gd = yd.clone().sum().backward();
+        device.sync().expect("sync");
         assert_eq!(bits(yb.detach()), bits(yd.detach()), "view {i}: output differs");
         let w = |m: &BitSparseMlp, g| bits(m.fc1.weight.val().grad(g).unwrap().inner());
         assert_eq!(w(&bs, &gb), w(&dense, &gd), "view {i}: dW1 differs");
