@@ -36,7 +36,7 @@ const FF: usize = 136;
 const T: usize = 7;
 
 /// A block with weights of `dtype` drawn on `device`, and its twin sharing those exact weights; the first
-/// runs the BitSparse op (`ctx`), the second (no context) Burn's dense block, through [`forward`].
+/// runs the BitSparse op (`ctx`), the second (no context) Burn's dense block, through [`reference::forward`].
 fn twins(device: &Device, dtype: FloatDType, act: MlpActivation, ctx: &BitSparse) -> (BitSparseMlp, BitSparseMlp) {
     let linear = |i: usize, o: usize| {
         let w = Tensor::<2>::random([i, o], Distribution::Uniform(-0.3, 0.3), device).cast(dtype);
@@ -52,16 +52,6 @@ fn twins(device: &Device, dtype: FloatDType, act: MlpActivation, ctx: &BitSparse
         BitSparseMlp::from_linears(l(&w1, &b1), l(&w2, &b2), act, ctx)
     };
     (make(Some(ctx)), make(None))
-}
-
-/// `m`'s forward: the BitSparse op when `m` has a context, else the dense reference
-/// ([`reference::dense`]: Burn's dense block whose GEMMs run the same kernels as the BitSparse op's).
-fn forward(m: &BitSparseMlp, x: Tensor<2>) -> Tensor<2> {
-    if m.ctx.is_some() {
-        m.forward(x)
-    } else {
-        reference::dense(m, x)
-    }
 }
 
 fn bits(t: Tensor<2>) -> Vec<u8> {
@@ -104,7 +94,7 @@ fn step(m: BitSparseMlp, x: &Tensor<2>, target: &Tensor<2>, ctx: Option<&BitSpar
     if let Some(ctx) = ctx {
         ctx.begin_step(&device).unwrap();
     }
-    let y = forward(&m, x.clone());
+    let y = reference::forward(&m, x.clone());
     let diff = y.clone() - target.clone();
     let loss = (diff.clone() * diff).mean();
     let grads = loss.backward();
@@ -350,7 +340,7 @@ fn strided_inputs_burn_f32() {
         let gb = yb.clone().sum().backward();
         device.sync().expect("sync"); // each twin's ops as a batch of their own, as in `step`
         ctx.finish_step(&device).unwrap();
-        let yd = forward(&dense, x.clone());
+        let yd = reference::forward(&dense, x.clone());
         let gd = yd.clone().sum().backward();
         device.sync().expect("sync");
         assert_eq!(bits(yb.detach()), bits(yd.detach()), "view {i}: output differs");

@@ -61,6 +61,15 @@ fn barrier<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     Tensor::from_dispatch(<Dispatch as BarrierBackend>::fusion_barrier(x.into_dispatch()))
 }
 
+/// `m`'s forward: the BitSparse op when `m` has a context, else [`dense`].
+pub fn forward<const D: usize>(m: &BitSparseMlp, x: Tensor<D>) -> Tensor<D> {
+    if m.ctx.is_some() {
+        m.forward(x)
+    } else {
+        dense(m, x)
+    }
+}
+
 /// Burn's dense block on `m`'s weights with the activation fenced off from both projections (see the
 /// module's documentation).
 pub fn dense<const D: usize>(m: &BitSparseMlp, x: Tensor<D>) -> Tensor<D> {
