@@ -1,6 +1,7 @@
 #!/bin/bash
 # Forty-fifth session, for an H200 with little device time left (on another card it stops before its
-# set-up): run104.sh's one real A/B first, then the kept code's training path with the anchor. The kept
+# set-up): run104.sh's restage A/B first (its squares' forms 2-4 left out), then the kept code's training
+# path with the anchor. The kept
 # code's forward (codec_Q with the H200's form forced, as run104's f1) against
 # experiments/thirtyeighth/fwd-restage-B.patch (codec_Z), interleaved f1A zA f1B zB; then t1 (codec_k,
 # the training-path rows) and the Triton anchor. Binaries: ../ab-fortyfirst/build104.sh. Judge with
