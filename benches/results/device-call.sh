@@ -4,10 +4,18 @@
 # into $OUT (the device tool returns at most 8 files of a call, and a call cut short still returns what
 # finished).
 #
-# Before sourcing: R (the results folder, e.g. /tmp/resN); optional LIMIT (seconds after the call's
+# Before sourcing: R (the results folder, e.g. /tmp/resN); optional ON_H200 (below), LIMIT (seconds after the call's
 # start past which further runs are skipped; 480 by default), RUN_TIMEOUT (seconds one bench run may
 # take; 150 by default) and ONLY_GPU (the card the call is for, below).
 set -u
+# ON_H200 (optional, a script's path): on an H200 the call runs that script instead (exec, before
+# anything else here; LIMIT reaches it where the caller had it from the environment), so one prepared
+# call serves whichever card comes.
+if [ -n "${ON_H200:-}" ]; then
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)" in
+    *H200*) exec bash "$ON_H200" ;;
+  esac
+fi
 T0=$(date +%s)
 LIMIT=${LIMIT:-480}
 # ONLY_GPU (optional, e.g. H200): on a card whose name lacks it the call stops here, before the loader

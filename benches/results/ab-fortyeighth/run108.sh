@@ -7,14 +7,11 @@
 # environment (so each autotunes and writes its cache through turso), 12 layers at d = 768, context 256,
 # batch 16, no pre-training, 3 warm-up and 10 measured steps in all four modes. Compare `step_ms_*` and
 # each process's wall time (its log's last line). Carry [".gl", ".devbin48"]; timeout_s ≈ LIMIT + 150.
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)
-case "$gpu" in
-  *H200*) exec bash benches/results/ab-fortyfirst/run104.sh ;;
-esac
+ON_H200=benches/results/ab-fortyfirst/run104.sh
 R=/tmp/res108
 LIMIT=${LIMIT:-300}
 . benches/results/device-call.sh
-echo "$gpu" > "$R/gpu.txt"
+nvidia-smi --query-gpu=name --format=csv,noheader > "$R/gpu.txt" 2>&1
 for b in o n; do xz -dc ".devbin48/burn-gpt-$b.xz" > "/tmp/burn-gpt-$b" && chmod +x "/tmp/burn-gpt-$b"; done
 for run in o1 n1 o2 n2; do
   [ $(($(date +%s) - T0)) -le "$LIMIT" ] || { echo "$run skipped"; continue; }

@@ -9,10 +9,7 @@
 # (../ab-fortyfirst/build104.sh). Judge with `python3 benches/results/floors.py DIR/s1.json --anchor
 # DIR/triton.jsonl` (s2, e1). No run starts past LIMIT seconds (the anchor too, as in run106.sh), and one
 # run takes at most 150 s: call with timeout_s ≈ LIMIT + 150, carry [".gl", ".devbin"].
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)
-case "$gpu" in
-  *H200*) exec bash benches/results/ab-fortyfirst/run104.sh ;;
-esac
+ON_H200=benches/results/ab-fortyfirst/run104.sh
 R=/tmp/res107
 LIMIT=${LIMIT:-300}
 . benches/results/device-call.sh
